@@ -1,0 +1,29 @@
+"""Gradient descent with large step sizes: exact critical step size, chaos and fractal convergence regions.
+
+Liang & Montúfar, "Gradient Descent with Large Step Sizes: Chaos and Fractal Convergence Region", ICLR 2026.
+"""
+from .basins import BasinMap, basin_map, classify_points, naive_basin_labels, refinement_flip_fraction, zoom_sequence
+from .dynamics import GDResult, gd_scalar, gd_vector
+from .fractal import BoxCountResult, boundary_mask, box_counting_dimension, uncertainty_exponent
+from .matrix import aligned_init, critical_step_size_aligned, gd_matrix, mode_amplitudes, random_orthogonal
+from .sensitivity import bias_report, segment_outcomes
+from .theory import (
+    active_branch,
+    critical_step_size,
+    ellipse_step_size,
+    hessian_eigs,
+    hessian_init_step_size,
+    in_convergence_region,
+    minimizers,
+    quotient_map,
+    stable_step_size,
+)
+
+__all__ = [
+    "BasinMap", "BoxCountResult", "GDResult", "active_branch", "aligned_init", "basin_map", "bias_report",
+    "boundary_mask", "box_counting_dimension", "classify_points", "critical_step_size",
+    "critical_step_size_aligned", "ellipse_step_size", "gd_matrix", "gd_scalar", "gd_vector", "hessian_eigs",
+    "hessian_init_step_size", "in_convergence_region", "minimizers", "mode_amplitudes", "naive_basin_labels",
+    "quotient_map", "random_orthogonal", "refinement_flip_fraction", "segment_outcomes", "stable_step_size",
+    "uncertainty_exponent", "zoom_sequence",
+]
