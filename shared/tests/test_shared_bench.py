@@ -83,3 +83,27 @@ def test_select_expands_slugs_and_rejects_unknown():
     assert select(None, registered) == ["a", "a.x", "ab", "b"]
     with pytest.raises(ValueError, match="zzz"):
         select(["zzz"], registered)
+
+
+def test_bench_command_forwards_data_root_and_exit_codes(tmp_path, monkeypatch, capsys):
+    import argparse
+    import os
+
+    from iclr26_shared.cli import add_bench_command
+    from iclr26_shared.datasets import DATA_ENV
+
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    seen = {}
+
+    def func(scale, device, seed, out_dir):
+        seen["root"] = os.environ.get(DATA_ENV)
+        return Result(claims=[Claim.at_least("c", "p", 0.0, 1.0)])
+
+    parser = argparse.ArgumentParser()
+    add_bench_command(parser.add_subparsers(dest="cmd"), [Benchmark("x", "P", "iclr26-shared", func)])
+    base = ["bench", "--scale", "smoke", "--device", "cpu", "--out", str(tmp_path), "--data-root", "/data"]
+    args = parser.parse_args(base)
+    assert args.handler(args) == 0 and seen["root"] == "/data"
+    args = parser.parse_args([*base, "--strict", "--force"])
+    assert args.handler(args) == 1
+    assert "FAIL  c" in capsys.readouterr().out

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from iclr26_shared.bench import SCALES, discover, format_claims
-from iclr26_shared.cli import progress
+from iclr26_shared.cli import progress, use_data_root
 
 from .report import write_report
 from .runner import run_benchmarks
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="(default: 0)")
     run.add_argument("--out", default="results", help="results folder (default: results)")
     run.add_argument("--jobs", type=int, default=1, help="benchmarks run in parallel (joblib; default: 1)")
+    run.add_argument("--data-root", default=None,
+                     help="folder holding local datasets, for paper-scale runs (default: $ICLR26_DATA)")
     run.add_argument("--force", action="store_true", help="recompute results already present in --out")
     run.add_argument("--report", action="store_true", help="write <out>/REPORT.md afterwards")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -43,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.jobs < 1:
         raise SystemExit(f"--jobs: expected a positive integer, got {args.jobs}")
+    use_data_root(args.data_root)  # inherited by joblib's worker processes
     try:
         stream = run_benchmarks(args.names, args.scale, args.device, args.seed, args.out, args.jobs, args.force)
         ok = True

@@ -9,10 +9,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterable, Sequence
 
 from .bench import SCALES, Benchmark, format_claims, run_and_save
+from .datasets import DATA_ENV
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -56,8 +58,15 @@ def add_bench_command(subparsers, benchmarks: Sequence[Benchmark]) -> None:
         p.set_defaults(handler=lambda args: run_bench_command(args, benchmarks))
 
 
+def use_data_root(root: str | None) -> None:
+    """Makes ``--data-root`` the default folder of ``datasets.load`` (through ``$ICLR26_DATA``) for this process."""
+    if root is not None:
+        os.environ[DATA_ENV] = str(root)
+
+
 def run_bench_command(args: argparse.Namespace, benchmarks: Sequence[Benchmark]) -> int:
     """Handler of ``bench``/``reproduce``; returns the exit code."""
+    use_data_root(args.data_root)
     chosen = [b for b in benchmarks if not args.only or b.name in args.only]
     if args.only and len(chosen) != len(set(args.only)):
         known = [b.name for b in benchmarks]
