@@ -1,0 +1,24 @@
+"""Energy-based conformal classification ("Softmax is not Enough (for Adaptive Conformal Classification)").
+
+Split-conformal LAC/APS/RAPS/SAPS scores reweighted by ``softplus_beta`` of the negative free
+energy of the logits: sets grow on uncertain or unfamiliar inputs and the coverage guarantee
+is untouched. numpy/scikit-learn only; torch tensors are accepted and stay on their device.
+"""
+from . import datasets, energy, metrics, scores
+from .energy import energy_weight, free_energy
+from .predictor import EnergyConformalClassifier, conformal_quantile
+from .tuning import TuneResult, tune_energy
+
+__version__ = "0.1.0"
+__all__ = [
+    "EnergyConformalClassifier",
+    "TuneResult",
+    "conformal_quantile",
+    "datasets",
+    "energy",
+    "energy_weight",
+    "free_energy",
+    "metrics",
+    "scores",
+    "tune_energy",
+]

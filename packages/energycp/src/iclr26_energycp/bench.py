@@ -1,0 +1,342 @@
+"""The reproduction benchmark ``energycp``, registered for the ``iclr26-bench`` runner.
+
+CPU scales (smoke/quick/full) run the spec's experiment on the embedded corrupted-digits logits:
+tuning of ``(T_E, beta)`` on a 300-point split disjoint from the 779-point evaluation pool, then
+paired trials (500 calibration / 279 test, alpha = 0.05) of the four base scores, their energy
+versions and the entropy-weight ablation, plus OOD set sizes, a degeneracy check (beta = 1e-9) and
+a performance row against MAPIE. ``paper`` runs the same protocol on logits the user computed from
+local datasets (see ``PAPER_FILES``).
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.datasets import data_root
+
+from .datasets import load_logits, make_digits_logits, tune_pool_split
+from .predictor import EnergyConformalClassifier
+from .scores import BASE_SCORES
+from .tuning import BETA_GRID, T_GRID, tune_energy
+
+PAPER = "Softmax is not Enough (for Adaptive Conformal Classification)"
+PACKAGE = "iclr26-energycp"
+RAPS_KW = {"penalty": 0.2, "kreg": 2}
+SAPS_KW = {"saps_weight": 0.2}
+WEIGHTS = {"base": False, "energy": True, "entropy": "entropy"}
+PERF_SHAPE = (20_000, 1_000)
+PAPER_FILES = {  # name -> (file under <data root>/energycp/, n_tune, n_cal, n_test)
+    "cifar100_resnet56": ("cifar100_resnet56.npz", 1_000, 4_500, 4_500),
+    "imagenet_resnet50": ("imagenet_resnet50.npz", 5_000, 20_000, 20_000),
+    "imagenet_vitb16": ("imagenet_vitb16.npz", 5_000, 20_000, 20_000),
+    "places365_resnet50": ("places365_resnet50.npz", 5_000, 15_000, 16_500),
+}
+PAPER_OOD = ("cifar100_resnet56", "places365_ood_for_cifar100_resnet56.npz")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One configuration of the experiment."""
+
+    trials: int
+    tune_repeats: int
+    T_grid: tuple[float, ...]
+    beta_grid: tuple[float, ...]
+    perf_shapes: tuple[tuple[int, int], ...]
+    coverage_band: tuple[float, float]
+
+
+SCALE_PROTOCOL = {
+    "smoke": Protocol(3, 10, (0.3, 1.0, 3.0), (0.1, 1.0), ((2_000, 100),), (0.935, 0.965)),
+    "quick": Protocol(20, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.935, 0.965)),
+    "full": Protocol(50, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.940, 0.962)),
+    "paper": Protocol(10, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.940, 0.962)),
+}
+
+
+def _on(device: str, a: np.ndarray):
+    """``a`` as is on the CPU; a float64/int64 torch tensor on ``device`` otherwise."""
+    if device == "cpu":
+        return a
+    import torch
+
+    return torch.as_tensor(a, device=device)
+
+
+def _np(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _score_kwargs(score: str) -> dict:
+    return RAPS_KW if score == "raps" else SAPS_KW if score == "saps" else {}
+
+
+def tune_all(tune_z, tune_y, alpha: float, proto: Protocol, seed: int) -> dict[str, tuple[float, float]]:
+    """Tuned ``(T_E, beta)`` per base score on the tuning split (random_state = 10000 * seed)."""
+    out = {}
+    for score in BASE_SCORES:
+        res = tune_energy(tune_z, tune_y, score=score, alpha=alpha, T_grid=proto.T_grid, beta_grid=proto.beta_grid,
+                          n_repeats=proto.tune_repeats, random_state=10_000 * seed, **_score_kwargs(score))
+        out[score] = (res.T_energy, res.beta)
+    return out
+
+
+def run_trials(pool_z, pool_y, ood_z, tuned, alpha: float, n_cal: int, n_test: int, trials: int, seed: int,
+               device: str) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """Paired trials: per trial, one split and one ``u`` stream (seed ``100 + t + 10000 seed``) shared by every
+    method. Returns ``{(score, weight): {metric: (trials,) array}}`` with coverage, size, sscv, covgap and
+    ood_size."""
+    n = pool_z.shape[0]
+    if n_cal + n_test > n:
+        raise ValueError(f"n_cal + n_test: expected at most {n} pool rows, got {n_cal} + {n_test}")
+    out: dict[tuple[str, str], dict[str, list]] = {}
+    ood = None if ood_z is None else _on(device, ood_z)
+    for t in range(trials):
+        trial_seed = 100 + t + 10_000 * seed
+        idx = np.random.default_rng(trial_seed).permutation(n)
+        cal, test = idx[:n_cal], idx[n_cal:n_cal + n_test]
+        zc, yc, zt = _on(device, pool_z[cal]), _on(device, pool_y[cal]), _on(device, pool_z[test])
+        for score in BASE_SCORES:
+            T_E, beta = tuned[score]
+            for wname, energy in WEIGHTS.items():
+                model = EnergyConformalClassifier(score, energy=energy, alpha=alpha, T_energy=T_E, beta=beta,
+                                                  random_state=trial_seed, **_score_kwargs(score)).fit(zc, yc)
+                m = model.evaluate(zt, pool_y[test])
+                if ood is not None:
+                    m["ood_size"] = float(_np(model.predict_set(ood)).sum(1).mean())
+                rec = out.setdefault((score, wname), {})
+                for k, v in m.items():
+                    rec.setdefault(k, []).append(v)
+    return {key: {k: np.asarray(v) for k, v in rec.items()} for key, rec in out.items()}
+
+
+def degeneracy(pool_z, pool_y, tuned, alpha: float, n_cal: int, seed: int, device: str) -> dict[str, float]:
+    """Trial 0 with ``beta = 1e-9``, ``randomized=False``: fraction of test points whose energy set equals
+    the base set, per score."""
+    idx = np.random.default_rng(100 + 10_000 * seed).permutation(pool_z.shape[0])
+    cal, test = idx[:n_cal], idx[n_cal:]
+    zc, yc, zt = _on(device, pool_z[cal]), _on(device, pool_y[cal]), _on(device, pool_z[test])
+    same = {}
+    for score in BASE_SCORES:
+        sets = [_np(EnergyConformalClassifier(score, energy=energy, alpha=alpha, T_energy=tuned[score][0],
+                                              beta=1e-9, randomized=False, **_score_kwargs(score))
+                    .fit(zc, yc).predict_set(zt)) for energy in (False, True)]
+        same[score] = float((sets[0] == sets[1]).all(1).mean())
+    return same
+
+
+class _SoftmaxOfLogits:
+    """A prefit scikit-learn-style classifier whose input *is* the logits: ``predict_proba = softmax``."""
+
+    _estimator_type = "classifier"
+
+    def __init__(self, n_classes: int):
+        self.classes_ = np.arange(n_classes)
+        self.n_features_in_ = n_classes
+
+    def fit(self, X, y):
+        return self
+
+    def predict_proba(self, X):
+        z = np.asarray(X, dtype=np.float64)
+        e = np.exp(z - z.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    def predict(self, X):
+        return np.asarray(X).argmax(1)
+
+    def get_params(self, deep: bool = True):
+        return {"n_classes": len(self.classes_)}
+
+    def set_params(self, **params):
+        return self
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags())
+
+
+def _synthetic_logits(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """ImageNet-like synthetic logits: N(0, 1) noise plus a margin of U(0, 8) on a random class, which is the
+    label 70% of the time."""
+    n, K = shape
+    rng = np.random.default_rng(12345)
+    hot = rng.integers(0, K, n)
+    z = rng.normal(0.0, 1.0, size=(n, K))
+    z[np.arange(n), hot] += 8.0 * rng.random(n)
+    y = np.where(rng.random(n) < 0.7, hot, rng.integers(0, K, n))
+    return z, y
+
+
+def performance(shapes: tuple[tuple[int, int], ...], alpha: float = 0.05) -> tuple[list[dict], dict[str, float], str]:
+    """CPU seconds (``time.process_time``, so that other load on the machine does not count) of fit +
+    predict_set with energy RAPS on synthetic (n, K) logits, against MAPIE's ``SplitConformalClassifier``
+    with its RAPS score on the same arrays when mapie is installed. Keys of the timings: ``ours_NxK``,
+    ``mapie_NxK``."""
+    try:
+        from mapie.classification import SplitConformalClassifier
+    except ImportError:
+        SplitConformalClassifier = None
+    rows, timings = [], {}
+    for shape in shapes:
+        z, y = _synthetic_logits(shape)
+        tag = f"{shape[0]}x{shape[1]}"
+        start = time.process_time()
+        model = EnergyConformalClassifier("raps", energy=True, alpha=alpha, random_state=0, **RAPS_KW).fit(z, y)
+        size = float(model.predict_set(z).sum(1).mean())
+        timings[f"ours_{tag}"] = time.process_time() - start
+        rows.append({"method": f"perf energy-raps (ours) {tag}", "cpu_seconds": timings[f"ours_{tag}"], "size": size})
+        if SplitConformalClassifier is None:
+            continue
+        start = time.process_time()
+        mapie = SplitConformalClassifier(_SoftmaxOfLogits(shape[1]), confidence_level=1 - alpha,
+                                         conformity_score="raps", prefit=True, random_state=0).conformalize(z, y)
+        _, sets = mapie.predict_set(z)
+        timings[f"mapie_{tag}"] = time.process_time() - start
+        rows.append({"method": f"perf mapie-raps {tag}", "cpu_seconds": timings[f"mapie_{tag}"],
+                     "size": float(sets[:, :, 0].sum(1).mean())})
+    note = "" if SplitConformalClassifier else "mapie is not installed (pip install 'iclr26-energycp[mapie]')"
+    return rows, timings, note
+
+
+def _mean(res, score, wname, metric) -> float:
+    return float(res[(score, wname)][metric].mean())
+
+
+def experiment_claims(res, same: dict[str, float] | None, band: tuple[float, float], prefix: str = "") -> list[Claim]:
+    """The spec's acceptance criteria 1-6 computed from the trial results."""
+    c: list[Claim] = []
+    main = [(s, w) for s in BASE_SCORES for w in ("base", "energy")]
+    covs = [_mean(res, s, w, "coverage") for s, w in main]
+    worst = min(float(res[k]["coverage"].min()) for k in main)
+    c.append(Claim.at_least(f"{prefix}1.validity.min_mean_coverage", "coverage >= 1 - alpha = 0.95 (guarantee)",
+                            min(covs), band[0], "min over 8 methods of mean coverage"))
+    c.append(Claim.at_most(f"{prefix}1.validity.max_mean_coverage", "coverage close to 1 - alpha",
+                           max(covs), band[1], "max over 8 methods of mean coverage"))
+    c.append(Claim.at_least(f"{prefix}1.validity.worst_trial", "prototype: 0.900", worst, 0.88,
+                            "lowest single-trial coverage"))
+
+    def ratio(score, metric="size"):
+        return _mean(res, score, "energy", metric) / _mean(res, score, "base", metric)
+
+    def wins(score):
+        return float((res[(score, "energy")]["size"] < res[(score, "base")]["size"]).mean())
+
+    c.append(Claim.at_most(f"{prefix}2.efficiency.raps_size_ratio", "smaller sets (prototype 0.866)", ratio("raps"),
+                           0.95, "energy/base RAPS mean size"))
+    c.append(Claim.at_most(f"{prefix}2.efficiency.saps_size_ratio", "smaller sets (prototype 0.948)", ratio("saps"),
+                           0.97, "energy/base SAPS mean size"))
+    c.append(Claim.at_least(f"{prefix}2.efficiency.raps_paired_wins", "prototype 100%", wins("raps"), 0.70,
+                            "fraction of trials energy RAPS smaller"))
+    c.append(Claim.at_least(f"{prefix}2.efficiency.saps_paired_wins", "prototype 80%", wins("saps"), 0.70,
+                            "fraction of trials energy SAPS smaller"))
+    c.append(Claim.at_most(f"{prefix}3.no_harm.lac_size_ratio", "prototype 0.994", ratio("lac"), 1.03,
+                           "energy/base LAC mean size"))
+    c.append(Claim.at_most(f"{prefix}3.no_harm.aps_size_ratio", "prototype 1.010", ratio("aps"), 1.03,
+                           "energy/base APS mean size"))
+    if "ood_size" in res[("lac", "base")]:
+        for score, need, proto in (("raps", 1.08, "1.44"), ("saps", 1.08, "1.54"), ("lac", 1.05, "1.10"),
+                                   ("aps", 1.0, "1.02")):
+            rr = (_mean(res, score, "energy", "ood_size") / _mean(res, score, "energy", "size")) / (
+                _mean(res, score, "base", "ood_size") / _mean(res, score, "base", "size"))
+            c.append(Claim.at_least(f"{prefix}4.ood.{score}_ratio_of_ratios", f"larger OOD sets (prototype {proto})",
+                                    rr, need, "(OOD/ID size) energy / base"))
+    c.append(Claim.at_most(f"{prefix}5.sscv.raps", "lower SSCV (prototype 0.060 vs 0.087)",
+                           _mean(res, "raps", "energy", "sscv") - _mean(res, "raps", "base", "sscv"), 0.0,
+                           "energy - base RAPS SSCV"))
+    c.append(Claim.at_most(f"{prefix}5.sscv.saps", "lower SSCV (prototype 0.034 vs 0.044)",
+                           _mean(res, "saps", "energy", "sscv") - _mean(res, "saps", "base", "sscv"), 0.01,
+                           "energy - base SAPS SSCV"))
+    if same is not None:
+        c.append(Claim.at_least(f"{prefix}6.degeneracy.beta_1e-9", "beta -> 0 recovers the base score (100%)",
+                                min(same.values()), 0.99, "min over scores of identical-set fraction"))
+    return c
+
+
+def _rows(res, prefix: str = "") -> list[dict]:
+    rows = []
+    for (score, wname), rec in res.items():
+        row = {"method": f"{prefix}{wname}-{score}" if wname != "base" else f"{prefix}{score}"}
+        for k, v in rec.items():
+            row[k] = float(v.mean())
+            if k in ("coverage", "size"):
+                row[f"{k}_sd"] = float(v.std(ddof=1)) if v.size > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def _digits(proto: Protocol, device: str, seed: int) -> Result:
+    alpha = 0.05
+    data = make_digits_logits(0)
+    tz, ty, pz, py = tune_pool_split(data["pool_logits"], data["pool_labels"], 300, 99 + 10_000 * seed)
+    tuned = tune_all(tz, ty, alpha, proto, seed)
+    res = run_trials(pz, py, data["ood_logits"], tuned, alpha, 500, 279, proto.trials, seed, device)
+    same = degeneracy(pz, py, tuned, alpha, 500, seed, device)
+    claims = experiment_claims(res, same, proto.coverage_band)
+    perf_rows, timings, note = performance(proto.perf_shapes)
+    big = f"{PERF_SHAPE[0]}x{PERF_SHAPE[1]}"
+    if f"ours_{big}" in timings:
+        claims.append(Claim.at_most(f"perf.ours_raps_cpu_seconds_{big}", "target < 5 s on 2 cores",
+                                    timings[f"ours_{big}"], 5.0, "fit+predict_set CPU seconds"))
+    if f"mapie_{big}" in timings:
+        claims.append(Claim.at_most(f"perf.raps_time_vs_mapie_{big}", "at most the anchor's time",
+                                    timings[f"ours_{big}"] / timings[f"mapie_{big}"], 1.0,
+                                    "ours / MAPIE CPU seconds"))
+    acc = float((data["pool_logits"].argmax(1) == data["pool_labels"]).mean())
+    metrics = {"pool_accuracy": acc, **{f"tuned_T_energy_{s}": v[0] for s, v in tuned.items()},
+               **{f"tuned_beta_{s}": v[1] for s, v in tuned.items()},
+               **{f"degeneracy_identical_{s}": v for s, v in same.items()},
+               **{f"seconds_{k}": v for k, v in timings.items()}}
+    for score in BASE_SCORES:
+        metrics[f"size_ratio_{score}"] = _mean(res, score, "energy", "size") / _mean(res, score, "base", "size")
+    if note:
+        perf_rows.append({"method": f"perf mapie: skipped, {note}"})
+    return Result(metrics=metrics, rows=_rows(res) + perf_rows, claims=claims)
+
+
+def _paper(proto: Protocol, device: str, seed: int) -> Result:
+    """The GPU-scale protocol on user-computed logits under ``<data root>/energycp/`` (see README)."""
+    folder = data_root() / "energycp"
+    missing = [f for f, *_ in PAPER_FILES.values() if not (folder / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"paper scale: expected logits files {missing} (npz with 'logits' and 'labels') in "
+                                f"{folder}; compute them with examples/dump_logits.py. Nothing is downloaded.")
+    rows, claims, metrics = [], [], {}
+    ood_path = folder / PAPER_OOD[1]
+    for name, (fname, n_tune, n_cal, n_test) in PAPER_FILES.items():
+        z, y = load_logits(folder / fname)
+        if y is None:
+            raise ValueError(f"{fname}: expected labels in the file")
+        ood = load_logits(ood_path)[0] if name == PAPER_OOD[0] and ood_path.is_file() else None
+        tz, ty, pz, py = tune_pool_split(z, y, n_tune, 99 + 10_000 * seed)
+        for alpha in (0.1, 0.05, 0.025, 0.01):
+            tuned = tune_all(tz, ty, alpha, proto, seed)
+            res = run_trials(pz, py, ood, tuned, alpha, n_cal, min(n_test, pz.shape[0] - n_cal), proto.trials,
+                             seed, device)
+            tag = f"{name}@{alpha}:"
+            rows += _rows(res, tag)
+            band = (1 - alpha - 0.01, 1 - alpha + 0.012)
+            claims += [cl for cl in experiment_claims(res, None, band, tag)
+                       if ".validity." in cl.name or ".efficiency.raps_size" in cl.name or ".ood." in cl.name]
+            metrics.update({f"{tag}size_ratio_{s}": _mean(res, s, "energy", "size") / _mean(res, s, "base", "size")
+                            for s in BASE_SCORES})
+    return Result(metrics=metrics, rows=rows, claims=claims)
+
+
+def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
+    """Benchmark entry: ``scale`` in smoke/quick/full runs the digits experiment, ``paper`` the GPU protocol."""
+    check_scale(scale)
+    torch = sys.modules.get("torch")  # only present when the caller uses torch; numpy runs never import it
+    if torch is not None:
+        torch.set_num_threads(min(2, torch.get_num_threads()))
+    proto = SCALE_PROTOCOL[scale]
+    return _paper(proto, device, seed) if scale == "paper" else _digits(proto, device, seed)
+
+
+BENCHMARK = Benchmark(name="energycp", paper=PAPER, package=PACKAGE, func=run)

@@ -1,0 +1,257 @@
+"""Split-conformal prediction sets from logits: ``EnergyConformalClassifier``.
+
+Calibration: ``q_hat`` is the ``ceil((n + 1)(1 - alpha))``-th smallest calibration score
+(``+inf``, with a warning, when that index exceeds ``n``). Prediction: ``C(x) = {y : S(x, y, u) <= q_hat}``
+with fresh ``u``. The energy weight depends on ``x`` only, so the guarantee
+``P(Y in C(X)) >= 1 - alpha`` holds under exchangeability exactly as for the base score.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import metrics
+from ._backend import ops_for
+from ._checks import (
+    check_alpha,
+    check_choice,
+    check_labels,
+    check_matrix,
+    check_nonnegative,
+    check_nonnegative_int,
+    check_positive,
+    warn_if_probabilities,
+)
+from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weight
+
+INPUTS = ("logits", "probs")
+_PARAMS = ("score", "energy", "alpha", "T_energy", "beta", "T_cal", "penalty", "kreg", "saps_weight",
+           "randomized", "allow_empty", "class_conditional", "input", "random_state")
+
+
+def quantile_index(n: int, alpha: float) -> int:
+    """The 1-based rank ``ceil((n + 1)(1 - alpha))`` of the conformal quantile among ``n`` scores.
+
+    A tolerance of 1e-9 absorbs floating-point error, so that n = 9, alpha = 0.1 gives 9, not 10.
+    """
+    return math.ceil((n + 1) * (1.0 - alpha) - 1e-9)
+
+
+def conformal_quantile(scores: Any, alpha: float) -> float:
+    """The split-conformal threshold: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``scores`` (n,).
+
+    Returns ``inf`` with a ``UserWarning`` when that rank exceeds ``n`` (too few calibration points
+    for this ``alpha``): every set is then the full label set. The quantile is never clipped.
+
+    Raises:
+        ValueError: ``scores`` empty, not 1-D or not finite; ``alpha`` outside (0, 1).
+    """
+    alpha = check_alpha(alpha)
+    s = np.asarray(ops_for(scores).to_numpy(scores), dtype=np.float64)
+    if s.ndim != 1 or s.size == 0 or not np.isfinite(s).all():
+        raise ValueError(f"scores: expected a non-empty finite 1-D array, got shape {s.shape}")
+    k = quantile_index(s.size, alpha)
+    if k > s.size:
+        warnings.warn(f"conformal quantile: ceil((n+1)(1-alpha)) = {k} > n = {s.size} calibration scores "
+                      f"at alpha = {alpha}; q_hat = inf, so every prediction set holds every label",
+                      UserWarning, stacklevel=2)
+        return math.inf
+    return float(np.partition(s, k - 1)[k - 1])
+
+
+class EnergyConformalClassifier:
+    """Split-conformal classifier on logits with energy-reweighted LAC/APS/RAPS/SAPS scores.
+
+    Args:
+        score: base score, "lac", "aps", "raps" or "saps".
+        energy: True for the energy weight (the method), False for the base score, or
+            "entropy" for the entropy-weight ablation of the official code.
+        alpha: miscoverage level in (0, 1).
+        T_energy: energy temperature > 0. beta: softplus sharpness > 0.
+        T_cal: softmax temperature > 0 (applied inside the softmax only; the energy uses raw logits).
+        penalty, kreg: RAPS's lambda >= 0 and non-negative integer k_reg.
+        saps_weight: SAPS's lambda_s > 0.
+        randomized: draw ``u ~ U(0, 1)`` per (sample, label); False sets ``u = 0``.
+        allow_empty: if False, an empty set receives the top-1 label (coverage can only go up).
+        class_conditional: one threshold per class (Mondrian calibration) instead of one overall.
+        input: "logits" (default) or "probs"; probabilities allow the base scores only.
+        random_state: seed of the generator that draws ``u``, first for ``fit`` then for each
+            ``predict_set``/``score_samples`` call in order.
+
+    Attributes (after ``fit``):
+        q_hat_: float threshold, or (K,) array of per-class thresholds when class-conditional.
+        n_classes_: K. n_calibration_: n. rng_: the generator, advanced past the calibration draws.
+    """
+
+    def __init__(self, score: str = "aps", energy: bool | str = True, alpha: float = 0.1, T_energy: float = 1.0,
+                 beta: float = 1.0, T_cal: float = 1.0, penalty: float = 0.2, kreg: int = 2,
+                 saps_weight: float = 0.2, randomized: bool = True, allow_empty: bool = True,
+                 class_conditional: bool = False, input: str = "logits", random_state: int | None = None):
+        self.score = score
+        self.energy = energy
+        self.alpha = alpha
+        self.T_energy = T_energy
+        self.beta = beta
+        self.T_cal = T_cal
+        self.penalty = penalty
+        self.kreg = kreg
+        self.saps_weight = saps_weight
+        self.randomized = randomized
+        self.allow_empty = allow_empty
+        self.class_conditional = class_conditional
+        self.input = input
+        self.random_state = random_state
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor arguments, by name."""
+        return {k: getattr(self, k) for k in _PARAMS}
+
+    def _weight_name(self) -> str:
+        if self.energy is True:
+            return "energy"
+        if self.energy is False:
+            return "none"
+        if self.energy == "entropy":
+            return "entropy"
+        raise ValueError(f"energy: expected True, False or 'entropy', got {self.energy!r}")
+
+    def _check_params(self) -> str:
+        check_choice(self.score, "score", BASE_SCORES)
+        check_choice(self.input, "input", INPUTS)
+        check_alpha(self.alpha)
+        for name in ("T_energy", "beta", "T_cal", "saps_weight"):
+            check_positive(getattr(self, name), name)
+        check_nonnegative(self.penalty, "penalty")
+        check_nonnegative_int(self.kreg, "kreg")
+        if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
+            raise ValueError(f"random_state: expected None or an int, got {self.random_state!r}")
+        weight = self._weight_name()
+        if self.input == "probs" and weight != "none":
+            raise ValueError(f"energy: the {weight} weight needs logits; with input='probs' use energy=False")
+        return weight
+
+    def _scores(self, x: Any, labels: Any):
+        """Scores of checked input ``x`` (n, K); (n,) with labels, else (n, K); draws from ``rng_``."""
+        weight = self._check_params()
+        if self.input == "probs":
+            p, ops = _check_probs(x)
+            w = None
+        else:
+            p, ops = check_matrix(x, "logits")
+            warn_if_probabilities(p, ops)
+            w = sample_weight(p, weight, self.T_energy, self.beta, self.T_cal)
+            p = ops.softmax(p / float(self.T_cal) if self.T_cal != 1.0 else p)
+        y = None if labels is None else check_labels(labels, p.shape[0], p.shape[1], ops)
+        if not hasattr(self, "rng_"):
+            self.rng_ = np.random.default_rng(self.random_state)
+        base = _base(self.score, p, ops, y, bool(self.randomized), self.rng_, None,
+                     float(self.penalty), int(self.kreg), float(self.saps_weight))
+        return apply_weight(self.score, base, w, weight), p, ops
+
+    def fit(self, cal_logits: Any, cal_labels: Any) -> EnergyConformalClassifier:
+        """Calibrates ``q_hat_`` on (n, K) logits and (n,) integer labels; returns ``self``.
+
+        Raises:
+            ValueError: bad parameters or arrays (see the class docstring).
+        """
+        self._check_params()
+        for attr in ("rng_", "q_hat_"):
+            self.__dict__.pop(attr, None)
+        s, p, ops = self._scores(cal_logits, cal_labels)
+        s_np = ops.to_numpy(s)
+        self.n_classes_ = int(p.shape[1])
+        self.n_calibration_ = int(p.shape[0])
+        if self.class_conditional:
+            y = ops.to_numpy(check_labels(cal_labels, p.shape[0], p.shape[1], ops))
+            q = np.full(self.n_classes_, math.inf)
+            for k in range(self.n_classes_):
+                if (y == k).any():
+                    q[k] = conformal_quantile(s_np[y == k], self.alpha)
+                else:
+                    warnings.warn(f"class {k} has no calibration sample; its threshold is inf", UserWarning,
+                                  stacklevel=2)
+            self.q_hat_ = q
+        else:
+            self.q_hat_ = conformal_quantile(s_np, self.alpha)
+        return self
+
+    def _check_fitted(self, logits: Any) -> None:
+        if not hasattr(self, "q_hat_"):
+            raise ValueError("EnergyConformalClassifier: call fit (or from_dict) before predicting")
+        k = ops_for(logits).float64(logits).shape
+        if len(k) == 2 and k[1] != self.n_classes_:
+            raise ValueError(f"logits: expected K = {self.n_classes_} columns as in calibration, got {k[1]}")
+
+    def score_samples(self, logits: Any, labels: Any = None):
+        """Nonconformity scores with this configuration: (n,) with labels, else (n, K). Draws ``u``."""
+        return self._scores(logits, labels)[0]
+
+    def predict_set(self, logits: Any):
+        """Prediction sets as a boolean (n, K) mask, on the backend and device of ``logits``.
+
+        Raises:
+            ValueError: not fitted; K differs from calibration; bad ``logits``.
+        """
+        self._check_fitted(logits)
+        s, p, ops = self._scores(logits, None)
+        q = self.q_hat_
+        if isinstance(q, np.ndarray):
+            q = ops.from_numpy(q)[None, :]
+        sets = s <= q
+        if not self.allow_empty:
+            top = ops.from_numpy(np.arange(sets.shape[1]))[None, :] == p.argmax(1)[:, None]
+            empty = ~sets.any(1)
+            sets = sets | (top & empty[:, None])
+        return sets
+
+    def predict_set_list(self, logits: Any) -> list[list[int]]:
+        """Prediction sets as lists of labels, one list per row."""
+        sets = ops_for(logits).to_numpy(self.predict_set(logits))
+        return [np.flatnonzero(row).tolist() for row in sets]
+
+    def evaluate(self, logits: Any, labels: Any) -> dict[str, float]:
+        """Predicts sets for (n, K) logits and returns every metric of ``iclr26_energycp.metrics``."""
+        sets = self.predict_set(logits)
+        ops = ops_for(logits)
+        return metrics.all_metrics(ops.to_numpy(sets), ops.to_numpy(labels), self.alpha,
+                                   logits=ops.to_numpy(logits))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state: parameters, ``q_hat_`` (inf as the string "inf") and the generator state."""
+        self._check_params()
+        d: dict[str, Any] = {"params": self.get_params()}
+        if hasattr(self, "q_hat_"):
+            q = np.atleast_1d(np.asarray(self.q_hat_, dtype=float))
+            d["q_hat"] = [("inf" if math.isinf(v) else float(v)) for v in q]
+            d["class_conditional_q"] = isinstance(self.q_hat_, np.ndarray)
+            d["n_classes"] = self.n_classes_
+            d["n_calibration"] = self.n_calibration_
+            d["rng_state"] = self.rng_.bit_generator.state
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EnergyConformalClassifier:
+        """Inverse of ``to_dict``: the same configuration, threshold and random stream.
+
+        Raises:
+            ValueError: ``d`` lacks "params" or holds an unknown parameter.
+        """
+        if not isinstance(d, dict) or "params" not in d:
+            raise ValueError("d: expected a dict from EnergyConformalClassifier.to_dict() with a 'params' key")
+        unknown = set(d["params"]) - set(_PARAMS)
+        if unknown:
+            raise ValueError(f"d['params']: unknown parameters {sorted(unknown)}")
+        model = cls(**d["params"])
+        model._check_params()
+        if "q_hat" in d:
+            q = np.array([math.inf if v == "inf" else float(v) for v in d["q_hat"]])
+            model.q_hat_ = q if d["class_conditional_q"] else float(q[0])
+            model.n_classes_ = int(d["n_classes"])
+            model.n_calibration_ = int(d["n_calibration"])
+            model.rng_ = np.random.default_rng()
+            model.rng_.bit_generator.state = d["rng_state"]
+        return model

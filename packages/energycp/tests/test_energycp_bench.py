@@ -1,0 +1,52 @@
+"""One smoke run of the registered benchmark, checking the JSON contract."""
+import json
+from importlib import metadata
+
+import pytest
+from iclr26_energycp.cli import main
+
+
+def test_bench_smoke_writes_the_result_json(tmp_path, capsys):
+    assert main(["bench", "--scale", "smoke", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    files = list(tmp_path.glob("energycp__smoke__seed0__cpu.json"))
+    assert len(files) == 1
+    d = json.loads(files[0].read_text())
+    assert d["status"] == "ok", d["error"]
+    for key in ("benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics",
+                "rows", "claims", "figures"):
+        assert key in d
+    assert d["benchmark"] == "energycp" and d["scale"] == "smoke"
+    assert all(isinstance(v, (int, float)) for v in d["metrics"].values())
+    methods = {r["method"] for r in d["rows"]}
+    assert {"raps", "energy-raps", "entropy-raps", "lac", "energy-lac"} <= methods
+    assert all(set(c) == {"name", "paper", "measured", "criterion", "holds"} for c in d["claims"])
+    assert any(c["name"].startswith("2.efficiency") for c in d["claims"])
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_benchmark_is_registered():
+    names = {ep.name: ep.value for ep in metadata.entry_points(group="iclr26.benchmarks")}
+    assert names.get("energycp") == "iclr26_energycp.bench:BENCHMARK"
+
+
+@pytest.mark.filterwarnings("ignore:conformal quantile")
+def test_paper_protocol_runs_on_user_logits(tmp_path, monkeypatch):
+    import numpy as np
+    from iclr26_energycp import bench
+
+    folder = tmp_path / "energycp"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    small = {}
+    for name, (fname, *_) in bench.PAPER_FILES.items():
+        y = rng.integers(0, 6, 260)
+        z = rng.normal(size=(260, 6)) + 3 * np.eye(6)[y]
+        np.savez(folder / fname, logits=z, labels=y)
+        small[name] = (fname, 60, 100, 100)
+    np.savez(folder / bench.PAPER_OOD[1], logits=rng.normal(size=(50, 6)))
+    monkeypatch.setenv("ICLR26_DATA", str(tmp_path))
+    monkeypatch.setattr(bench, "PAPER_FILES", small)
+    result = bench._paper(bench.Protocol(2, 3, (1.0,), (1.0,), (), (0.9, 1.0)), "cpu", 0)
+    assert any(r["method"].startswith("cifar100_resnet56@0.1:energy-raps") for r in result.rows)
+    assert "ood_size" in next(r for r in result.rows if r["method"].startswith("cifar100_resnet56@"))
+    assert any(".ood." in c.name for c in result.claims)

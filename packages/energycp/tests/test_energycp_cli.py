@@ -1,0 +1,78 @@
+"""CLI round trip (in process) and the file loaders."""
+import json
+
+import numpy as np
+import pytest
+from iclr26_energycp import EnergyConformalClassifier, datasets
+from iclr26_energycp.cli import main
+
+
+def write_data(tmp_path, seed=0, n=300, K=5):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, K)) * rng.uniform(0.5, 3, (n, 1))
+    y = rng.integers(0, K, n)
+    return z, y
+
+
+def test_calibrate_then_predict_matches_python_api(tmp_path):
+    z, y = write_data(tmp_path)
+    zt, _ = write_data(tmp_path, seed=1, n=80)
+    np.save(tmp_path / "cal.npy", z)
+    np.save(tmp_path / "cal_labels.npy", y)
+    np.savez(tmp_path / "test.npz", logits=zt)
+    model_path, sets_path = tmp_path / "model.json", tmp_path / "sets.npy"
+    assert main(["calibrate", "--cal-logits", str(tmp_path / "cal.npy"), "--cal-labels",
+                 str(tmp_path / "cal_labels.npy"), "--score", "raps", "--alpha", "0.1", "--T-energy", "0.5",
+                 "--beta", "2", "--seed", "3", "--device", "cpu", "-o", str(model_path)]) == 0
+    assert main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"),
+                 "--device", "cpu", "-o", str(sets_path)]) == 0
+    api = EnergyConformalClassifier("raps", alpha=0.1, T_energy=0.5, beta=2.0, random_state=3).fit(z, y)
+    assert np.array_equal(np.load(sets_path), api.predict_set(zt))
+    with pytest.raises(SystemExit, match="--force"):
+        main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"), "-o", str(sets_path)])
+    json_path = tmp_path / "sets.json"
+    main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"), "-o", str(json_path)])
+    assert json.loads(json_path.read_text()) == [np.flatnonzero(r).tolist() for r in np.load(sets_path)]
+
+
+def test_calibrate_with_tuning_and_evaluate(tmp_path, capsys):
+    z, y = write_data(tmp_path, n=400)
+    np.savez(tmp_path / "cal.npz", logits=z[:300], labels=y[:300])
+    np.savez(tmp_path / "tune.npz", logits=z[300:], labels=y[300:])
+    assert main(["calibrate", "--cal-logits", str(tmp_path / "cal.npz"), "--tune-logits", str(tmp_path / "tune.npz"),
+                 "--score", "saps", "--device", "cpu", "-o", str(tmp_path / "m.json")]) == 0
+    assert "tuned on 100" in capsys.readouterr().out
+    assert main(["evaluate", "--cal-logits", str(tmp_path / "cal.npz"), "--test-logits", str(tmp_path / "tune.npz"),
+                 "--scores", "aps,lac", "--trials", "2", "--device", "cpu", "--json", str(tmp_path / "ev.json")]) == 0
+    out = json.loads((tmp_path / "ev.json").read_text())
+    assert set(out) == {"aps", "energy-aps", "lac", "energy-lac"}
+    assert 0.0 <= out["aps"]["coverage"]["mean"] <= 1.0
+
+
+def test_cli_bad_input_exits_with_message(tmp_path):
+    np.save(tmp_path / "bad.npy", np.array([[0.0, np.nan]]))
+    np.save(tmp_path / "lab.npy", np.array([0]))
+    with pytest.raises(SystemExit, match="finite"):
+        main(["calibrate", "--cal-logits", str(tmp_path / "bad.npy"), "--cal-labels", str(tmp_path / "lab.npy"),
+              "--device", "cpu", "-o", str(tmp_path / "m.json")])
+
+
+def test_loaders_read_every_format(tmp_path):
+    z, y = write_data(tmp_path, n=20, K=3)
+    np.savez(tmp_path / "a.npz", logits=z, labels=y)
+    rows = "".join(f"{float(r[0])!r},{float(r[1])!r},{float(r[2])!r},{label}\n" for r, label in zip(z, y))
+    (tmp_path / "a.csv").write_text("c0,c1,c2,label\n" + rows)
+    for name in ("a.npz", "a.csv"):
+        got_z, got_y = datasets.load_logits(tmp_path / name)
+        np.testing.assert_allclose(got_z, z)
+        assert np.array_equal(got_y, y)
+    (tmp_path / "a.txt").write_text("1")
+    with pytest.raises(ValueError, match=".npy, .npz"):
+        datasets.load_logits(tmp_path / "a.txt")
+    with pytest.raises(FileNotFoundError):
+        datasets.load_logits(tmp_path / "missing.npy")
+    torch = pytest.importorskip("torch")
+    torch.save({"logits": torch.tensor(z), "labels": torch.tensor(y)}, tmp_path / "a.pt")
+    got_z, got_y = datasets.load_logits(tmp_path / "a.pt")
+    np.testing.assert_allclose(got_z, z)
+    assert np.array_equal(got_y, y)
