@@ -1,0 +1,196 @@
+"""The paper's experiments at configurable scale, each with its random-subset baseline in the same run.
+
+- ``error_scaling``: Fig. 2, compression error of the sigmoid benchmark vs d, with fitted slopes.
+- ``lth_experiment``: Fig. 4, the dynamical lottery ticket (full vs compressed vs random sub-network).
+- ``dataset_experiment``: Fig. 3, training on the full, compressed and a random data subset.
+- ``scaling_law_experiment``: Fig. 5 (dataset-size sweep), exponent of ``d' = 16 sqrt(d)`` compression.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import torch
+
+from ._checks import check_order, check_positive_int
+from .compressor import MomentCompressor
+from .data import Teacher, compress_dataset, harmonic_regression, teacher_regression, uniform_cube
+from .networks import attach_compressed_dynamics, compress_two_layer, dense_two_layer, random_subnetwork
+from .symmetric import sigmoid_benchmark
+from .training import fit_regression, minibatch_order
+
+
+def fitted_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of ``log y`` against ``log x`` (every point counts once)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or (y <= 0).any():
+        return float("nan")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def error_scaling(m_list: Iterable[int] = (2,), k_list: Iterable[int] = (2, 4),
+                  d_list: Iterable[int] = (2000, 4000, 8000, 16000), ratio: float = 0.1, trials: int = 5,
+                  seed: int = 0, n_probes: int = 10, progress=lambda it, **kw: it) -> dict:
+    """Compression error of the sigmoid benchmark (Fig. 2) for every (m, k, d) and trial.
+
+    Each trial draws ``w ~ U[-1, 1]^{d x m}`` and probes ``x_a ~ N(0, I_m)`` (``n_probes`` of them),
+    compresses to ``d' = max(ceil(ratio d), N_{m,k})`` by moment matching, and, as the baseline,
+    keeps a uniformly random subset of the same size (weights d/d').
+
+    Returns:
+        ``{"records": [{"m", "k", "d", "trial", "target", "error", "random_error", "seconds"}],
+        "slopes": {"m{m}_k{k}": slope of log error vs log d over all trials},
+        "reference": {"m{m}_k{k}": -((k + 1) / m + 0.5)}}``.
+    """
+    m_list, k_list, d_list = list(m_list), [check_order(k) for k in k_list], list(d_list)
+    trials = check_positive_int(trials, "trials")
+    rng = np.random.default_rng(seed)
+    records = []
+    jobs = [(m, k, d, t) for m in m_list for k in k_list for d in d_list for t in range(trials)]
+    for m, k, d, t in progress(jobs, total=len(jobs), desc="error scaling"):
+        W = uniform_cube(d, m, rng)
+        X = rng.standard_normal((n_probes, m))
+        exact = sigmoid_benchmark(W, None, X)
+        mc = MomentCompressor(k=k, ratio=ratio, random_state=int(rng.integers(2**31 - 1))).fit(W)
+        approx = sigmoid_benchmark(mc.points_, mc.weights_, X)
+        subset = rng.choice(d, size=mc.support_.size, replace=False)
+        baseline = sigmoid_benchmark(W[subset], None, X)
+        records.append({"m": m, "k": k, "d": d, "trial": t, "target": int(mc.support_.size),
+                        "error": abs(approx - exact), "random_error": abs(baseline - exact),
+                        "seconds": mc.timings_["total"]})
+    slopes, reference = {}, {}
+    for m in m_list:
+        for k in k_list:
+            rows = [r for r in records if r["m"] == m and r["k"] == k]
+            # a zero error (exact to the last bit) is floored at the float64 resolution for the log
+            slopes[f"m{m}_k{k}"] = fitted_slope([r["d"] for r in rows], [max(r["error"], 1e-17) for r in rows])
+            reference[f"m{m}_k{k}"] = -((k + 1) / m + 0.5)
+    return {"records": records, "slopes": slopes, "reference": reference}
+
+
+def curve_deviation(curve: Sequence[tuple[int, float]], reference: Sequence[tuple[int, float]]) -> float:
+    """``max_t |log L(t) - log L_ref(t)|`` over the logged steps both curves share."""
+    ref = dict(reference)
+    return float(max(abs(math.log(v) - math.log(ref[t])) for t, v in curve if t in ref))
+
+
+def lth_experiment(width: int = 4000, target_width: int = 400, k: int = 4, n_train: int = 20000,
+                   n_test: int = 10000, noise: float = 0.2, epochs: int = 60, batch_size: int = 512,
+                   optimizer: str = "adam", lr: float = 1e-3, log_every: int = 5, seed: int = 0,
+                   device: str | torch.device = "cpu") -> dict:
+    """The dynamical lottery ticket (Fig. 4): full net vs its moment-compressed net vs random sub-networks.
+
+    A ReLU net of ``width`` neurons (PyTorch default init) is compressed to ``target_width``
+    weighted neurons (order k on the objects ``(v, w, b)``, m = 4) and trained with the
+    ``1/c_j`` gradient rule; the baselines keep ``target_width`` random neurons (c = 1), once
+    as they are and once with outgoing weights rescaled by ``width / target_width``. All
+    nets see the same minibatch order on the cylindrical-harmonic regression (train targets
+    with N(0, noise^2), test targets clean).
+
+    Returns:
+        ``{"curves": {method: [(step, test MSE)]}, "epoch_steps": int, "deviation": {method: dev},
+        "initial_rmse_to_full": {method: RMSE of predictions vs the full net at step 0},
+        "widths": {method: width}, "compression_seconds": float}``.
+    """
+    dev = torch.device(device)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    X, y, _ = harmonic_regression(check_positive_int(n_train, "n_train"), noise, rng)
+    X_test, _, y_test = harmonic_regression(check_positive_int(n_test, "n_test"), 0.0, rng)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=dev)  # noqa: E731
+    X, y, X_test, y_test = as_t(X), as_t(y), as_t(X_test), as_t(y_test)
+
+    full = dense_two_layer(2, width, 1, generator=gen).to(dev)
+    t0 = time.perf_counter()
+    compressed = compress_two_layer(full, k=k, target_width=target_width, random_state=seed)
+    seconds = time.perf_counter() - t0
+    nets = {
+        "full": full,
+        "compressed": compressed,
+        "random": random_subnetwork(full, target_width, rng=rng),
+        "random_rescaled": random_subnetwork(full, target_width, rng=rng, rescale=True),
+    }
+    with torch.no_grad():
+        ref = nets["full"](X_test)
+        initial = {name: float(((net(X_test) - ref) ** 2).mean().sqrt()) for name, net in nets.items()}
+    attach_compressed_dynamics(compressed)
+    steps = minibatch_order(X.shape[0], batch_size, epochs, gen)
+    per_epoch = math.ceil(X.shape[0] / batch_size)
+    log_at = {e * per_epoch for e in range(0, epochs + 1, max(1, log_every))} | {len(steps)}
+    curves = {name: fit_regression(net, X, y, X_test, y_test, steps, optimizer, lr, log_at)
+              for name, net in nets.items()}
+    return {
+        "curves": curves,
+        "epoch_steps": per_epoch,
+        "deviation": {name: curve_deviation(curves[name], curves["full"]) for name in nets},
+        "initial_rmse_to_full": initial,
+        "widths": {name: net.width for name, net in nets.items()},
+        "compression_seconds": seconds,
+    }
+
+
+def dataset_experiment(d: int = 5000, target_size: int = 500, k: int = 4, teacher_width: int = 50,
+                       student_width: int = 50, noise: float = 3.0, steps: int = 400, lr: float = 1e-2,
+                       optimizer: str = "adam", n_test: int = 10000, log_every: int = 20, seed: int = 0,
+                       device: str | torch.device = "cpu") -> dict:
+    """Dataset compression (Fig. 3): one student trained on the full, compressed and random-subset data.
+
+    Objects are ``(x1, x2, y)`` from a random ReLU teacher with label noise N(0, noise^2); the
+    compressed set is trained with the weighted loss ``sum c_j l_j / sum c``, the random subset
+    (same size) with the plain mean. Full-batch updates, the same student initialisation for all three.
+
+    Returns:
+        ``{"curves": {method: [(step, clean test MSE)]}, "final": {method: MSE}, "sizes": {method: n}}``.
+    """
+    dev = torch.device(device)
+    rng = np.random.default_rng(seed)
+    teacher = Teacher(2, teacher_width, rng)
+    X, y, _ = teacher_regression(check_positive_int(d, "d"), noise, teacher, rng)
+    X_test, _, y_test = teacher_regression(check_positive_int(n_test, "n_test"), 0.0, teacher, rng)
+    Xc, yc, wc = compress_dataset(X, y, k=k, target_size=target_size, random_state=seed)
+    subset = rng.choice(d, size=wc.size, replace=False)
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=dev)  # noqa: E731
+    sets = {"full": (X, y, None), "compressed": (Xc, yc, wc), "random": (X[subset], y[subset], None)}
+    init = dense_two_layer(2, student_width, 1, generator=torch.Generator().manual_seed(seed)).state_dict()
+    log_at = set(range(0, steps + 1, max(1, log_every))) | {steps}
+    curves = {}
+    for name, (Xs, ys, ws) in sets.items():
+        student = dense_two_layer(2, student_width, 1)
+        student.load_state_dict(init)
+        student.to(dev)
+        curves[name] = fit_regression(student, as_t(Xs), as_t(ys), as_t(X_test), as_t(y_test), [None] * steps,
+                                      optimizer, lr, log_at, sample_weight=None if ws is None else as_t(ws))
+    return {"curves": curves, "final": {n: c[-1][1] for n, c in curves.items()},
+            "sizes": {n: int(s[0].shape[0]) for n, s in sets.items()}}
+
+
+def scaling_law_experiment(ds: Sequence[int] = (1000, 2000, 4000, 8000, 16000), rule: str = "16sqrt", k: int = 6,
+                           teacher_width: int = 50, student_width: int = 50, noise: float = 3.0, steps: int = 400,
+                           lr: float = 1e-2, optimizer: str = "adamw", seed: int = 0,
+                           device: str | torch.device = "cpu") -> dict:
+    """Neural scaling law under compression (Fig. 5, dataset-size axis).
+
+    For each d, a student is trained on d teacher points and on the same points compressed to
+    ``d' = floor(16 sqrt(d))`` (rule ``"16sqrt"``); a power law ``L = a n^(-alpha)`` is fitted to the
+    clean test MSE against the number of training points n (d for full data, d' for compressed).
+    The paper predicts ``alpha_compressed ~ 2 alpha_full``.
+
+    Returns:
+        ``{"records": [{"d", "target", "full", "compressed"}], "alpha_full", "alpha_compressed", "ratio"}``.
+    """
+    if rule != "16sqrt":
+        raise ValueError(f"rule: expected '16sqrt', got {rule!r}")
+    records = []
+    for d in ds:
+        target = int(16 * math.sqrt(d))
+        out = dataset_experiment(d=d, target_size=target, k=k, teacher_width=teacher_width,
+                                 student_width=student_width, noise=noise, steps=steps, lr=lr, optimizer=optimizer,
+                                 log_every=steps, seed=seed, device=device)
+        records.append({"d": d, "target": out["sizes"]["compressed"], "full": out["final"]["full"],
+                        "compressed": out["final"]["compressed"]})
+    alpha_full = -fitted_slope([r["d"] for r in records], [r["full"] for r in records])
+    alpha_comp = -fitted_slope([r["target"] for r in records], [r["compressed"] for r in records])
+    return {"records": records, "alpha_full": alpha_full, "alpha_compressed": alpha_comp,
+            "ratio": alpha_comp / alpha_full if alpha_full else float("nan")}

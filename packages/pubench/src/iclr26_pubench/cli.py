@@ -1,0 +1,183 @@
+"""``iclr26-pubench``: datasets, methods, split, fit, sweep, report, bench (a thin layer over the API)."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options, progress
+
+from .bench import PUBENCH
+from .data import CASE_CONTROL_MODES, LABELINGS, SCHEMES, make_benchmark_splits
+from .datasets import dataset_names, list_datasets
+from .methods import REGISTRY
+from .report import write_report
+from .sweep import BACKENDS, PRESETS, RunSpec, expand_grid, read_jsonl, run_one, run_sweep
+
+
+def _table(rows: list[list], header: list[str]) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells)
+
+
+def _datasets(args) -> int:
+    rows = [[d.name, d.kind, d.n if d.n is not None else "-", d.d, f"{d.prior:.3f}" if d.prior else "-",
+             d.stand_in_for or "-"] for d in list_datasets()]
+    print(_table(rows, ["name", "kind", "n", "d", "prior", "stand-in for"]))
+    return 0
+
+
+def _methods(args) -> int:
+    rows = []
+    for k, m in REGISTRY.items():
+        epochs = m.cpu.get("epochs", m.cls().get_params().get("epochs", "-"))
+        rows.append([k, m.cls.__name__, m.family, m.tier + (" (experimental)" if m.experimental else ""),
+                     "yes" if m.needs_prior else "no", epochs])
+    print(_table(rows, ["key", "class", "family", "tier", "needs prior", "CPU epochs"]))
+    return 0
+
+
+def _split(args) -> int:
+    train, val, test = make_benchmark_splits(args.dataset, args.c, args.scheme, args.labeling, args.seed,
+                                             data_dir=args.data_root, case_control_mode=args.case_control_mode)
+    meta = train.meta
+    rows = [["|L|", meta["n_labeled"]], ["|U|", meta["n_unlabeled"]], ["positives in U", meta["n_pos_unlabeled"]],
+            ["negatives in U", meta["n_neg_unlabeled"]], ["pi_U", f"{meta['pi_unlabeled']:.6f}"],
+            ["c_realized", f"{meta['c_realized']:.4f}"], ["validation rows", len(val.s)], ["test rows", len(test.y)]]
+    if "mean_phat_labeled" in meta:
+        rows += [["mean p-hat of L", f"{meta['mean_phat_labeled']:.4f}"],
+                 ["mean p-hat of all positives", f"{meta['mean_phat_positives']:.4f}"]]
+    print(_table(rows, ["statistic", "value"]))
+    if args.save:
+        path = pathlib.Path(args.save)
+        if path.exists() and not args.force:
+            raise SystemExit(f"--save: {str(path)!r} exists; pass --force to overwrite it")
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, X=train.X, s=train.s, y=train.y, source_index=train.source_index,
+                     meta=json.dumps(train.meta))
+        print(f"-> {path}")
+    return 0
+
+
+def _fit(args) -> int:
+    params = () if args.epochs is None else (("epochs", args.epochs),)
+    device = "cpu" if args.device == "auto" else args.device
+    spec = RunSpec(args.dataset, args.method, args.c, args.scheme, args.labeling, args.seed, params, device=device)
+    rec = run_one(spec, args.data_root)
+    if rec["status"] != "ok":
+        raise SystemExit(f"fit failed: {rec['error']}")
+    if args.json:
+        print(json.dumps(rec, indent=2, sort_keys=True))
+    else:
+        keys = ["test_accuracy", "test_precision", "test_recall", "test_f1", "test_auc", "val_proxy_acc",
+                "val_proxy_auc"]
+        rows = [[k, "-" if rec.get(k) is None else f"{rec[k]:.4f}"] for k in keys]
+        rows.append(["fit_time (s)", f"{rec['timing']['fit_time']:.2f}"])
+        print(f"{args.method} on {args.dataset} ({spec.setting}, seed {args.seed})")
+        print(_table(rows, ["metric", "value"]))
+    out = pathlib.Path(args.out) / f"fit__{spec.key()[:12]}.json"
+    write_json_atomic(out, rec)
+    print(f"-> {out}")
+    return 0
+
+
+def _sweep(args) -> int:
+    device = "cpu" if args.device == "auto" else args.device
+    specs = expand_grid(args.datasets, args.methods, preset=args.preset, seeds=args.seeds, budget=args.budget,
+                        device=device)
+    if args.dry_run:
+        print(f"{len(specs)} runs")
+        for s in specs[:5]:
+            print(f"  {s.key()[:12]}  {s.dataset} {s.method} {s.setting} seed {s.seed}")
+        return 0
+    bar = progress(range(len(specs)), total=len(specs), desc="runs", quiet=args.quiet)
+    ticker = iter(bar)
+
+    def show(rec):
+        next(ticker, None)
+        if args.quiet or sys.stderr.isatty():
+            return
+        f1 = rec.get("test_f1")
+        print(f"{rec['status']:6s} {rec['dataset']} {rec['method']} {rec['setting']} seed {rec['seed']} "
+              f"F1 {'-' if f1 is None else f'{f1:.3f}'}")
+
+    records = run_sweep(specs, backend=args.backend, n_jobs=args.n_jobs, out=args.out_jsonl,
+                        resume=not args.force, overwrite=args.force, data_dir=args.data_root, on_result=show)
+    failed = sum(r["status"] != "ok" for r in records)
+    print(f"{len(records)} runs in {args.out_jsonl} ({failed} failed)")
+    return 1 if failed else 0
+
+
+def _report(args) -> int:
+    records = read_jsonl(args.results)
+    if not records:
+        raise SystemExit(f"results: no records in {args.results!r}")
+    times = {r["key"]: r for r in read_jsonl(pathlib.Path(args.results).with_name(
+        pathlib.Path(args.results).stem + ".timing.jsonl"))}
+    for r in records:
+        r["timing"] = times.get(r["key"], {})
+    md, figures = write_report(records, args.out, args.metric, force=args.force)
+    print(md.read_text(encoding="utf-8"))
+    print(f"-> {md} ({len(figures)} figures)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="iclr26-pubench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("datasets", help="list datasets (embedded and local)").set_defaults(handler=_datasets)
+    sub.add_parser("methods", help="list the PU methods").set_defaults(handler=_methods)
+
+    def pu_options(p):
+        p.add_argument("--dataset", default="digits", choices=dataset_names())
+        p.add_argument("--c", type=float, default=0.1, help="label frequency in (0, 1] (default 0.1)")
+        p.add_argument("--scheme", default="case-control", choices=SCHEMES)
+        p.add_argument("--labeling", default="scar", choices=LABELINGS)
+
+    p = sub.add_parser("split", parents=[common_options()], help="build a PU split and print its statistics")
+    pu_options(p)
+    p.add_argument("--case-control-mode", default="full_u", choices=CASE_CONTROL_MODES)
+    p.add_argument("--save", default=None, help="write the training split to this .npz")
+    p.add_argument("--force", action="store_true", help="overwrite --save if it exists")
+    p.set_defaults(handler=_split)
+    p = sub.add_parser("fit", parents=[common_options()], help="train one method and evaluate it")
+    pu_options(p)
+    p.add_argument("--method", default="nnpu", choices=list(REGISTRY))
+    p.add_argument("--epochs", type=int, default=None, help="override the CPU budget's epochs")
+    p.add_argument("--json", action="store_true", help="print the full record as JSON")
+    p.set_defaults(handler=_fit)
+    p = sub.add_parser("sweep", parents=[common_options()], help="run a grid of runs into a resumable JSONL")
+    p.add_argument("--preset", default="cpu_smoke", choices=list(PRESETS))
+    p.add_argument("--datasets", nargs="+", default=["digits"])
+    p.add_argument("--methods", nargs="+", default=["nnpu", "upu", "naive"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--budget", default="cpu", choices=["cpu", "paper", "smoke"])
+    p.add_argument("--backend", default="joblib", choices=BACKENDS)
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--out-jsonl", default="results.jsonl", help="results file (resumed when it exists)")
+    p.add_argument("--force", action="store_true", help="discard an existing results file and start over")
+    p.add_argument("--dry-run", action="store_true", help="print the number of runs and the first keys")
+    p.set_defaults(handler=_sweep)
+    p = sub.add_parser("report", help="tables and landscape plots from a results JSONL")
+    p.add_argument("results")
+    p.add_argument("--metric", default="f1", choices=["f1", "accuracy", "auc", "precision", "recall"])
+    p.add_argument("--out", default="report", help="folder for report.md and the figures")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report.md")
+    p.set_defaults(handler=_report)
+    add_bench_command(sub, [PUBENCH])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

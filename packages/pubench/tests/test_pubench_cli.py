@@ -1,0 +1,48 @@
+"""CLI round trip and one smoke run of the registered benchmark."""
+import json
+
+import numpy as np
+import pytest
+from iclr26_pubench.bench import PUBENCH
+from iclr26_pubench.cli import main
+from iclr26_shared.bench import run_and_save
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    assert main(["methods"]) == 0
+    assert "cgenpu" in capsys.readouterr().out
+    npz = tmp_path / "split.npz"
+    assert main(["split", "--dataset", "wine", "--c", "0.5", "--labeling", "sar_lbeA", "--save", str(npz)]) == 0
+    out = capsys.readouterr().out
+    assert "pi_U" in out and "mean p-hat of L" in out
+    with np.load(npz) as z:
+        assert json.loads(str(z["meta"]))["labeling"] == "sar_lbeA" and set(np.unique(z["s"])) == {0, 1}
+    with pytest.raises(SystemExit, match="exists"):
+        main(["split", "--dataset", "wine", "--c", "0.5", "--save", str(npz)])
+    assert main(["fit", "--method", "nnpu", "--dataset", "wine", "--c", "0.5", "--epochs", "2", "--device", "cpu",
+                 "--out", str(tmp_path / "fit")]) == 0
+    assert "test_f1" in capsys.readouterr().out
+    assert len(list((tmp_path / "fit").glob("fit__*.json"))) == 1
+    jsonl = tmp_path / "r.jsonl"
+    assert main(["sweep", "--preset", "cpu_smoke", "--datasets", "wine", "--methods", "nnpu", "puet", "--budget",
+                 "smoke", "--backend", "serial", "--out-jsonl", str(jsonl), "--quiet"]) == 0
+    assert main(["sweep", "--preset", "paper20", "--methods", "nnpu", "--dry-run"]) == 0
+    assert "20 runs" in capsys.readouterr().out
+    assert main(["report", str(jsonl), "--out", str(tmp_path / "rep")]) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "| 1 |" in text and "puet" in text and (tmp_path / "rep" / "landscape_wine_f1.png").exists()
+
+
+def test_bench_smoke_writes_the_result_json(tmp_path):
+    result, path, skipped = run_and_save(PUBENCH, "smoke", "cpu", 0, tmp_path)
+    assert not skipped and result.status == "ok", result.error
+    data = json.loads(path.read_text())
+    assert {"benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics", "rows",
+            "claims", "figures"} <= set(data)
+    assert data["benchmark"] == "pubench" and len(data["claims"]) == 16
+    assert all(set(c) == {"name", "paper", "measured", "criterion", "holds"} for c in data["claims"])
+    assert {r["method"] for r in data["rows"]} == {k for k in ("pn", "naive", "upu", "nnpu", "pusb", "vpu", "bbepu",
+                                                              "lbe", "puet", "distpu", "pulda")}
+    claim1 = next(c for c in data["claims"] if c["name"].startswith("1 "))
+    assert claim1["holds"] is True
+    assert all((tmp_path / f).exists() for f in data["figures"])
