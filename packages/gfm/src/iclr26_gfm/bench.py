@@ -1,0 +1,216 @@
+"""The ``gfm`` benchmark: GFM against PlainFM, ProjectedFM, RejectionFM, ReflectedFM (and MirrorFM on a box).
+
+Per target and seed: train GFM(reflect), PlainFM (reused by ProjectedFM and RejectionFM) and
+ReflectedFM with identical nets and budgets; sample with the same number of Euler steps;
+measure violation rate, maximum violation, boundary-atom fraction, SW-2 and MMD against held-out
+truth, the truth-vs-truth floor, the untrained reference ``T⁻¹(Uniform(B))``, sampling and
+training time. Plus GFM on the star-shaped ``lshape-star`` and the ``boundary="none"`` ablation.
+"""
+from __future__ import annotations
+
+import pathlib
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from iclr26_shared.bench import Benchmark, Claim, Result
+
+from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM
+from .data import make_target, sample_target
+from .gauge import uniform_ball
+from .metrics import boundary_atom_fraction, max_violation, mmd_rbf, sliced_wasserstein, violation_rate
+from .model import GaugeFlowMatching
+
+PAPER = "Gauge Flow Matching: Efficient Constrained Generative Modeling over General Convex Set and Beyond"
+PACKAGE = "iclr26-gfm"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one scale."""
+
+    targets: tuple[tuple[str, int], ...]
+    n_seeds: int
+    n_train: int
+    n_truth: int
+    train_steps: int
+    hidden: tuple[int, ...]
+    batch_size: int
+    n_sample: int
+    euler_steps: int
+    n_timing: int
+    timing_repeats: int
+    lshape_steps: int
+    mirror: bool
+    n_mmd: int
+
+
+CONFIGS = {
+    "smoke": Config((("simplex-dirichlet", 2),), 1, 1000, 500, 60, (32, 32), 128, 500, 10, 200, 1, 30, False, 200),
+    "quick": Config((("simplex-dirichlet", 3),), 1, 5000, 5000, 1500, (128, 128, 128), 512, 5000, 100, 2000, 3, 300,
+                    False, 2000),
+    "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 3, 20000, 10000, 3000, (128, 128, 128), 512,
+                   10000, 100, 2000, 3, 1000, True, 2000),
+    "paper": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2), ("random-polytope", 10), ("random-polytope", 50),
+                     ("random-polytope", 100)), 3, 1_000_000, 100_000, 100_000, (512, 512, 512, 512), 4096, 100_000,
+                    100, 100_000, 3, 5000, True, 5000),
+}
+
+
+def _timed_samples(samplers: dict, n: int, repeats: int) -> dict[str, float]:
+    """Median wall time of ``sampler(n)`` per method over ``repeats`` rounds.
+
+    The methods take turns within each round, so a change of machine load hits all of them alike.
+    """
+    times: dict[str, list[float]] = {name: [] for name in samplers}
+    for _ in range(repeats):
+        for name, sample in samplers.items():
+            start = time.perf_counter()
+            sample(n)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _evaluate(method: str, target: str, seed: int, C, S, truth, cfg: Config, **extra) -> dict:
+    S64 = S.detach().cpu().to(torch.float64)
+    return {"method": method, "target": target, "seed": seed,
+            "violation_rate": violation_rate(C, S64), "max_violation": max_violation(C, S64),
+            "boundary_atoms": boundary_atom_fraction(C, S64),
+            "sw2": sliced_wasserstein(S64, truth, 512, seed=0),
+            "mmd": mmd_rbf(S64[:cfg.n_mmd], truth[:cfg.n_mmd]), **extra}
+
+
+def _run_target(target: str, dim: int, seed: int, cfg: Config, device: str) -> list[dict]:
+    X, C = make_target(target, cfg.n_train, dim, seed=10_000 + seed)
+    truth = sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
+    floor = sample_target(target, cfg.n_truth, dim, seed=30_000 + seed)
+    common = {"hidden": cfg.hidden, "batch_size": cfg.batch_size, "n_steps_train": cfg.train_steps, "seed": seed,
+              "device": device}
+    n, steps = cfg.n_sample, cfg.euler_steps
+    gfm = GaugeFlowMatching(C, **common).fit(X)
+    plain = PlainFM(**common).fit(X)
+    projected, rejection = ProjectedFM.from_fitted(plain, C), RejectionFM.from_fitted(plain, C)
+    reflected = ReflectedFM(C, **common).fit(X)
+    rows = []
+    methods = {"GFM(reflect)": gfm, "PlainFM": plain, "ProjectedFM": projected, "RejectionFM": rejection,
+               "ReflectedFM": reflected}
+    for name, est in methods.items():
+        start = time.perf_counter()
+        S = est.sample(n, steps)
+        seconds = time.perf_counter() - start
+        extra = {"sample_seconds": seconds,
+                 "train_seconds": getattr(est, "train_seconds_", float("nan"))}
+        if name == "RejectionFM":
+            extra["acceptance"] = est.acceptance_
+        rows.append(_evaluate(name, target, seed, C, S, truth, cfg, **extra))
+    samplers = {name: (lambda k, e=est: e.sample(k, steps)) for name, est in methods.items()}
+    timing = _timed_samples(samplers, cfg.n_timing, cfg.timing_repeats)
+    for row in rows:
+        row["timing_seconds"] = timing[row["method"]]
+    S_none = gfm.sample(n, steps, boundary="none", final_rescale=False)
+    stats = gfm.sample_stats_
+    rows.append(_evaluate("GFM(none, no rescale)", target, seed, C, S_none, truth, cfg,
+                          outside_iterates=stats["outside_iterates"],
+                          outside_fraction=stats["outside_iterates"] / stats["iterates"]))
+    g = torch.Generator().manual_seed(seed)
+    untrained = gfm.gauge_map.from_ball(uniform_ball(n, C.dim, g, dtype=torch.float64))
+    rows.append(_evaluate("untrained T^-1(U(B))", target, seed, C, untrained, truth, cfg))
+    rows.append(_evaluate("truth floor", target, seed, C, floor, truth, cfg))
+    return rows
+
+
+def _run_extra(name: str, target: str, dim: int, steps_train: int, seed: int, cfg: Config, device: str) -> list[dict]:
+    """GFM on ``lshape-star`` (``StarUnion``) or GFM vs MirrorFM on ``box-arcsine``."""
+    X, C = make_target(target, cfg.n_train, dim, seed=10_000 + seed)
+    truth = sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
+    common = {"hidden": cfg.hidden, "batch_size": cfg.batch_size, "n_steps_train": steps_train, "seed": seed,
+              "device": device}
+    ests = [("GFM(reflect)", GaugeFlowMatching(C, **common).fit(X))]
+    if name == "mirror":
+        ests.append(("MirrorFM", MirrorFM(C, **common).fit(X)))
+    rows = []
+    for method, est in ests:
+        start = time.perf_counter()
+        S = est.sample(cfg.n_sample, cfg.euler_steps)
+        rows.append(_evaluate(method, target, seed, C, S, truth, cfg, sample_seconds=time.perf_counter() - start,
+                              train_seconds=est.train_seconds_))
+    return rows
+
+
+def _pick(rows, method, target=None, key="violation_rate"):
+    return [r[key] for r in rows if r["method"] == method and (target is None or r["target"] == target)]
+
+
+def _claims(rows: list[dict], cfg: Config) -> tuple[list[Claim], dict]:
+    targets = [t for t, _ in cfg.targets]
+    main = [r for r in rows if r["target"] in targets]
+    gfm_viol = _pick(rows, "GFM(reflect)", key="violation_rate")
+    gfm_max = _pick(rows, "GFM(reflect)", key="max_violation")
+    star_viol = _pick(rows, "GFM(reflect)", "lshape-star")
+    worst_rate, worst_max = max(gfm_viol), max(gfm_max)
+    plain_simplex = float(np.mean(_pick(main, "PlainFM", "simplex-dirichlet")))
+    sw = {m: np.array(_pick(main, m, key="sw2")) for m in ("GFM(reflect)", "PlainFM", "untrained T^-1(U(B))")}
+    ratio_plain = float(np.mean(sw["GFM(reflect)"] / sw["PlainFM"]))
+    ratio_untrained = float(np.mean(sw["GFM(reflect)"] / sw["untrained T^-1(U(B))"]))
+    gfm_atoms = float(np.mean(_pick(main, "GFM(reflect)", key="boundary_atoms")))
+    proj_atoms = np.array(_pick(main, "ProjectedFM", key="boundary_atoms"))
+    plain_viol = np.array(_pick(main, "PlainFM"))
+    proj_ratio = float(np.mean(proj_atoms) / max(float(np.mean(plain_viol)), 1e-12))
+    t_gfm = np.array(_pick(main, "GFM(reflect)", key="timing_seconds"))
+    time_ratio = float(np.mean(t_gfm / np.array(_pick(main, "PlainFM", key="timing_seconds"))))
+    outside = int(sum(_pick(main, "GFM(none, no rescale)", key="outside_iterates")))
+    claims = [
+        Claim("strict_feasibility", "100% constraint satisfaction on convex and star-convex sets",
+              worst_rate, "GFM violation rate == 0 on every target, seed and lshape-star, and max violation <= 1e-9 "
+              f"(worst max violation {worst_max:.3g}; lshape-star rate {max(star_viol) if star_viol else 'n/a'})",
+              bool(worst_rate == 0 and worst_max <= 1e-9 and star_viol and max(star_viol) == 0)),
+        Claim.at_least("problem_is_real", "unconstrained FM leaves the set", plain_simplex, 0.01,
+                       what="PlainFM violation rate on simplex-dirichlet"),
+        Claim("no_boundary_atoms", "GFM avoids the boundary mass that projection creates", gfm_atoms,
+              f"GFM boundary-atom fraction <= 0.005 and ProjectedFM atoms / PlainFM violation >= 0.5 "
+              f"(ratio {proj_ratio:.3g})", bool(gfm_atoms <= 0.005 and proj_ratio >= 0.5)),
+        Claim.at_least("ablation_boundary_exercised", "the ball operator is needed", outside, 1,
+                       what="iterates with |z| > 1 under boundary='none'"),
+        Claim.at_most("quality_vs_plain", "quality at least as good as baselines", ratio_plain, 1.25,
+                      what="SW2(GFM) / SW2(PlainFM)"),
+        Claim.at_most("quality_vs_untrained", "the flow learns the target", ratio_untrained, 0.5,
+                      what="SW2(GFM) / SW2(T^-1(Uniform(B)))"),
+        Claim.at_most("speed_vs_plain", "sampling cost close to plain FM", time_ratio, 1.5,
+                      what="sampling time GFM / PlainFM (same NFE, median of repeats)"),
+    ]
+    if "hexagon-rings" in targets:
+        t_hex = np.array(_pick(main, "GFM(reflect)", "hexagon-rings", key="timing_seconds"))
+        t_ref = np.array(_pick(main, "ReflectedFM", "hexagon-rings", key="timing_seconds"))
+        claims.append(Claim.at_most("speed_vs_reflected", "faster than reflection methods on general sets",
+                                    float(np.mean(t_hex / t_ref)), 1.0,
+                                    what="sampling time GFM / ReflectedFM on hexagon-rings"))
+    metrics = {"gfm_violation_rate_max": worst_rate, "gfm_max_violation": worst_max,
+               "plainfm_violation_rate_simplex": plain_simplex, "sw2_ratio_gfm_plain": ratio_plain,
+               "sw2_ratio_gfm_untrained": ratio_untrained, "gfm_boundary_atoms": gfm_atoms,
+               "projected_atoms_over_plain_violation": proj_ratio, "sampling_time_ratio_gfm_plain": time_ratio,
+               "ablation_outside_iterates": outside}
+    return claims, metrics
+
+
+def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
+    """The ``gfm`` reproduction at ``scale`` (see ``CONFIGS``); seeds ``seed, seed + 1, ...``."""
+    cfg = CONFIGS[scale]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rows: list[dict] = []
+        for k in range(cfg.n_seeds):
+            for target, dim in cfg.targets:
+                rows += _run_target(target, dim, seed + k, cfg, device)
+            rows += _run_extra("star", "lshape-star", 2, cfg.lshape_steps, seed + k, cfg, device)
+        if cfg.mirror:
+            rows += _run_extra("mirror", "box-arcsine", 2, cfg.train_steps, seed, cfg, device)
+    finally:
+        torch.set_num_threads(threads)
+    claims, metrics = _claims(rows, cfg)
+    return Result(metrics=metrics, rows=rows, claims=claims)
+
+
+BENCHMARK = Benchmark("gfm", PAPER, PACKAGE, run)

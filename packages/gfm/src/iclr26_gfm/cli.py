@@ -1,0 +1,142 @@
+"""``iclr26-gfm``: fit a gauge flow matching model, sample from it, check a constrained data file, run the benchmark."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from iclr26_shared.bench import atomic_path, result_path
+from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.device import resolve_device
+from iclr26_shared.seeding import seed_everything
+
+from .bench import BENCHMARK
+from .data import TARGETS, load_npz, make_target
+from .gauge import BOUNDARY_MODES
+from .metrics import max_violation, violation_rate
+from .model import SOLVERS, GaugeFlowMatching
+
+
+def _target_path(path: str, force: bool) -> pathlib.Path:
+    p = pathlib.Path(path)
+    if p.exists() and not force:
+        raise SystemExit(f"{p}: already exists; pass --force to overwrite it")
+    return p
+
+
+def _device(args) -> str:
+    dev = resolve_device(args.device)
+    return dev.type if dev.index is None else str(dev)
+
+
+def _cmd_fit(args) -> int:
+    out = _target_path(args.model, args.force)
+    seed_everything(args.seed)
+    if args.data:
+        X, C = load_npz(args.data)
+    else:
+        X, C = make_target(args.target, args.n, args.dim, seed=args.seed)
+    model = GaugeFlowMatching(C, hidden=tuple(args.hidden), boundary=args.boundary, n_steps_train=args.steps,
+                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, device=_device(args))
+    model.fit(X)
+    model.save(out)
+    print(f"trained on {X.shape[0]} x {X.shape[1]} points in {model.train_seconds_:.1f}s; "
+          f"final loss {np.mean(model.losses_[-50:]):.4f}\n  -> {out}")
+    return 0
+
+
+def _cmd_sample(args) -> int:
+    out = _target_path(args.samples, args.force)
+    model = GaugeFlowMatching.load(args.model, device=_device(args))
+    start = time.perf_counter()
+    S = model.sample(args.n, steps=args.steps, solver=args.solver, boundary=args.boundary)
+    seconds = time.perf_counter() - start
+    C = model.constraint
+    gauge = C.gauge(S - C.center)
+    with atomic_path(out) as tmp:
+        np.save(tmp, S.cpu().numpy())
+    print(f"{args.n} samples in {seconds:.2f}s: violation rate {violation_rate(C, S):.4g}, "
+          f"max violation {max_violation(C, S):.3g}, max gauge {float(gauge.max()):.12f}\n  -> {out}")
+    return 0
+
+
+def _cmd_check(args) -> int:
+    X, C = load_npz(args.data)
+    radius = getattr(C, "inradius", None)
+    extra = f", inscribed radius {radius:.6g}" if radius is not None else ""
+    print(f"{X.shape[0]} x {X.shape[1]} points; centre {np.round(C.center.numpy(), 6).tolist()}{extra}; "
+          f"violation rate {violation_rate(C, X):.4g}, max violation {max_violation(C, X):.3g}")
+    return 0
+
+
+def print_rows(path: pathlib.Path) -> None:
+    """One line per method and target of a ``gfm`` result file: violation, atoms, SW-2, MMD, times."""
+    if not path.exists():
+        return
+    rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
+    print(f"  {'method':<24}{'target':<19}{'seed':>4}{'viol':>9}{'atoms':>8}{'SW2':>9}{'MMD':>9}{'sample s':>10}"
+          f"{'train s':>9}")
+    for r in rows:
+        cells = [r.get(k) for k in ("violation_rate", "boundary_atoms", "sw2", "mmd", "sample_seconds",
+                                    "train_seconds")]
+        text = "".join(f"{v:>9.4f}" if isinstance(v, float) else f"{'-':>9}" for v in cells)
+        print(f"  {r['method']:<24}{r['target']:<19}{r['seed']:>4}{text}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``iclr26-gfm``."""
+    parser = argparse.ArgumentParser(prog="iclr26-gfm", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fit", parents=[common_options()], help="train GFM on an embedded target or an NPZ file")
+    p.add_argument("--target", choices=TARGETS, default="simplex-dirichlet")
+    p.add_argument("--dim", type=int, default=None)
+    p.add_argument("--n", type=int, default=20000, help="training samples of the embedded target")
+    p.add_argument("--data", default=None, help="NPZ with X and A,b (polytope) or Q,c (ellipsoid)")
+    p.add_argument("--steps", type=int, default=5000, help="Adam steps")
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256, 256])
+    p.add_argument("--boundary", choices=BOUNDARY_MODES, default="reflect")
+    p.add_argument("--model", default="model.pt", help="where to write the model (default: model.pt)")
+    p.add_argument("--force", action="store_true", help="overwrite --model")
+    p.set_defaults(handler=_cmd_fit)
+
+    p = sub.add_parser("sample", parents=[common_options()], help="sample a saved model; report feasibility")
+    p.add_argument("--model", required=True)
+    p.add_argument("-n", type=int, default=10000)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--solver", choices=SOLVERS, default="euler")
+    p.add_argument("--boundary", choices=BOUNDARY_MODES, default=None, help="override the model's operator")
+    p.add_argument("--samples", default="samples.npy", help="where to write the samples (default: samples.npy)")
+    p.add_argument("--force", action="store_true", help="overwrite --samples")
+    p.set_defaults(handler=_cmd_sample)
+
+    p = sub.add_parser("check", help="centre, inscribed radius and violation of an NPZ data file")
+    p.add_argument("--data", required=True)
+    p.set_defaults(handler=_cmd_check)
+
+    add_bench_command(sub, [BENCHMARK])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``iclr26-gfm``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--quick" in argv:
+        argv = [a for a in argv if a != "--quick"] + ["--scale", "quick"]
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    try:
+        code = int(args.handler(args) or 0)
+        if args.command in ("bench", "reproduce"):
+            print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
+        return code
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"iclr26-gfm: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,65 @@
+"""Feasibility and distribution metrics: violation rate, boundary atoms, sliced Wasserstein-2, RBF MMD."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .model import check_data
+from .sets import ConvexSet
+
+Tensor = torch.Tensor
+
+
+def violation_rate(C: ConvexSet, X, tol: float = 1e-9) -> float:
+    """Share of rows of ``X`` ``(n, d)`` with ``C.violation(x) > tol`` (float64 evaluation)."""
+    return float((C.violation(check_data(X, C.dim)) > tol).double().mean())
+
+
+def max_violation(C: ConvexSet, X) -> float:
+    """Largest ``C.violation(x)`` over the rows of ``X`` (0 when every row is in ``C``)."""
+    return float(C.violation(check_data(X, C.dim)).max())
+
+
+def boundary_atom_fraction(C: ConvexSet, X, tol: float = 1e-6) -> float:
+    """Share of rows with ``γ_C(x − x_c) > 1 − tol``: mass piled on (or beyond) the boundary."""
+    X64 = check_data(X, C.dim)
+    return float((C.gauge(X64 - C.center) > 1 - tol).double().mean())
+
+
+def sliced_wasserstein(X, Y, n_projections: int = 512, seed: int = 0) -> float:
+    """Sliced Wasserstein-2 distance ``sqrt(E_θ W₂²(θᵀX, θᵀY))`` over ``n_projections`` random directions.
+
+    Unequal sample sizes are compared through ``max(n, m)`` matched quantiles.
+    """
+    X64, Y64 = check_data(X, name="X"), check_data(Y, name="Y")
+    if X64.shape[1] != Y64.shape[1]:
+        raise ValueError(f"Y: expected {X64.shape[1]} columns like X, got {Y64.shape[1]}")
+    g = torch.Generator().manual_seed(seed)
+    theta = torch.randn(X64.shape[1], n_projections, generator=g, dtype=torch.float64)
+    theta /= torch.linalg.norm(theta, dim=0, keepdim=True)
+    px, py = torch.sort(X64 @ theta, dim=0).values, torch.sort(Y64 @ theta, dim=0).values
+    if px.shape[0] != py.shape[0]:
+        q = torch.linspace(0, 1, max(px.shape[0], py.shape[0]), dtype=torch.float64)
+        px, py = torch.quantile(px, q, dim=0), torch.quantile(py, q, dim=0)
+    return float(((px - py) ** 2).mean().sqrt())
+
+
+def mmd_rbf(X, Y, bandwidths: Sequence[float] = (0.05, 0.1, 0.2, 0.5, 1.0), block: int = 2048) -> float:
+    """Unbiased squared MMD with the kernel ``Σ_σ exp(−‖x − y‖²/(2σ²))``, computed in blocks."""
+    X64, Y64 = check_data(X, name="X"), check_data(Y, name="Y")
+    if X64.shape[0] < 2 or Y64.shape[0] < 2:
+        raise ValueError("X, Y: the unbiased MMD needs at least 2 rows each")
+    inv = torch.tensor([1.0 / (2 * s * s) for s in bandwidths], dtype=torch.float64)
+
+    def kernel_sum(P: Tensor, R: Tensor) -> float:
+        total = 0.0
+        for i in range(0, P.shape[0], block):
+            d2 = torch.cdist(P[i:i + block], R).pow(2)
+            total += float(torch.exp(-d2[..., None] * inv).sum())
+        return total
+
+    n, m, k = X64.shape[0], Y64.shape[0], len(bandwidths)
+    kxx = (kernel_sum(X64, X64) - n * k) / (n * (n - 1))
+    kyy = (kernel_sum(Y64, Y64) - m * k) / (m * (m - 1))
+    return kxx + kyy - 2 * kernel_sum(X64, Y64) / (n * m)

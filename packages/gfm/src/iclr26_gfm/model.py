@@ -1,0 +1,346 @@
+"""Velocity network, the shared flow-matching trainer/sampler, and the ``GaugeFlowMatching`` estimator.
+
+Flow matching (Lipman et al. 2023) with the linear path ``z_t = (1 − t)z₀ + t z₁`` and target
+velocity ``z₁ − z₀``. GFM runs it inside the unit ball: data are mapped with the gauge map
+``T``, the source is uniform on the ball, every Euler step is followed by the ball's boundary
+operator, and samples are mapped back with ``T⁻¹``, so they lie in ``C`` by construction.
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from torch import nn
+
+from .gauge import BOUNDARY_MODES, GaugeMap, boundary_step_counted, uniform_ball
+from .sets import ConvexSet, Polytope, set_from_spec
+
+Tensor = torch.Tensor
+SOLVERS = ("euler", "midpoint", "heun")
+COUPLINGS = ("independent", "ot")
+
+
+class VelocityMLP(nn.Module):
+    """``v_θ(z, t)``: an MLP on ``[z, φ(t)]`` with SiLU, ``φ`` = ``time_features`` Fourier features of ``t``.
+
+    Args:
+        dim: ``d``. hidden: widths of the hidden layers. time_features: even number of sin/cos
+            features of ``t`` (0: append ``t`` itself).
+    """
+
+    def __init__(self, dim: int, hidden: Sequence[int] = (256, 256, 256), time_features: int = 16):
+        super().__init__()
+        if dim < 1 or not hidden or any(h < 1 for h in hidden):
+            raise ValueError(f"dim, hidden: expected dim >= 1 and positive widths, got {dim}, {tuple(hidden)}")
+        if time_features < 0 or time_features % 2:
+            raise ValueError(f"time_features: expected an even number >= 0, got {time_features}")
+        self.dim, self.time_features = dim, time_features
+        self.register_buffer("freqs", math.pi * 2.0 ** torch.arange(time_features // 2, dtype=torch.float32))
+        widths = [dim + max(time_features, 1), *hidden]
+        layers: list[nn.Module] = []
+        for a, b in zip(widths[:-1], widths[1:]):
+            layers += [nn.Linear(a, b), nn.SiLU()]
+        layers.append(nn.Linear(widths[-1], dim))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z: Tensor, t: Tensor) -> Tensor:
+        """``z`` ``(n, d)``, ``t`` ``(n,)`` in [0, 1] → velocity ``(n, d)``."""
+        t = t.reshape(-1, 1).to(z.dtype)
+        if self.time_features:
+            arg = t * self.freqs.to(z.dtype)
+            feats = torch.cat([torch.sin(arg), torch.cos(arg)], dim=1)
+        else:
+            feats = t
+        return self.net(torch.cat([z, feats], dim=1))
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_data(X, dim: int | None = None, name: str = "X") -> Tensor:
+    """``X`` as a finite float64 ``(n, d)`` CPU tensor. Raises ValueError/TypeError naming ``name``."""
+    if not isinstance(X, (Tensor, np.ndarray)):
+        raise TypeError(f"{name}: expected a torch.Tensor or numpy array of shape (n, d), got {type(X).__name__}")
+    t = torch.as_tensor(X).detach().cpu().to(torch.float64)
+    if t.ndim != 2 or t.shape[0] < 1:
+        raise ValueError(f"{name}: expected a non-empty 2-D array (n, d), got shape {tuple(t.shape)}")
+    if dim is not None and t.shape[1] != dim:
+        raise ValueError(f"{name}: expected {dim} columns (the set's dimension), got {t.shape[1]}")
+    if not torch.isfinite(t).all():
+        bad = int(torch.nonzero(~torch.isfinite(t).all(dim=1))[0, 0])
+        raise ValueError(f"{name}: expected finite values, row {bad} holds NaN or Inf")
+    return t
+
+
+class FlowEstimator:
+    """Flow matching in a latent space given by ``_encode``/``_decode``, with a source and a boundary step.
+
+    Subclasses set the latent map, the source and the per-step operator; training, sampling,
+    determinism and persistence are shared so that every method uses the same net, budget and NFE.
+    """
+
+    def __init__(self, hidden: Sequence[int] = (256, 256, 256), lr: float = 1e-3, batch_size: int = 512,
+                 n_steps_train: int = 5000, coupling: str = "independent", seed: int = 0, device: str = "cpu",
+                 time_features: int = 16):
+        self.hidden = tuple(int(h) for h in hidden)
+        self.lr, self.batch_size, self.n_steps_train = float(lr), int(batch_size), int(n_steps_train)
+        self.coupling = _check_choice("coupling", coupling, COUPLINGS)
+        self.seed, self.device, self.time_features = int(seed), str(device), int(time_features)
+        if self.lr <= 0 or self.batch_size < 1 or self.n_steps_train < 0:
+            raise ValueError(f"lr, batch_size, n_steps_train: expected > 0, >= 1, >= 0, got "
+                             f"{self.lr}, {self.batch_size}, {self.n_steps_train}")
+
+    # subclass hooks -------------------------------------------------------------------------
+    def _encode(self, X: Tensor) -> Tensor:
+        return X
+
+    def _decode(self, z: Tensor, **opts) -> Tensor:
+        return z
+
+    def _source(self, n: int, generator: torch.Generator) -> Tensor:
+        return torch.randn(n, self.dim_, generator=generator, device=generator.device)
+
+    def _step_operator(self, z_prev: Tensor, z_new: Tensor, **opts) -> Tensor:
+        return z_new
+
+    # training ---------------------------------------------------------------------------------
+    def _generator(self, offset: int) -> torch.Generator:
+        g = torch.Generator(device=self.device)
+        g.manual_seed(self.seed * 1_000_003 + offset)
+        return g
+
+    def _prepare(self, X: Tensor) -> Tensor:
+        """Validates training data; returns it as float64. Subclasses add feasibility checks."""
+        return check_data(X)
+
+    def fit(self, X, **kwargs) -> FlowEstimator:
+        """Trains the velocity net on ``X`` ``(n, d)``; returns ``self``.
+
+        Sets ``net_``, ``losses_`` and ``train_seconds_``.
+        """
+        X64 = self._prepare(X, **kwargs)
+        self.dim_ = X64.shape[1]
+        z1_all = self._encode(X64).to(torch.float32).to(self.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.net_ = VelocityMLP(self.dim_, self.hidden, self.time_features).to(self.device, torch.float32)
+        opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
+        gen = self._generator(1)
+        losses = np.empty(self.n_steps_train)
+        start = time.perf_counter()
+        for step in range(self.n_steps_train):
+            idx = torch.randint(0, z1_all.shape[0], (self.batch_size,), generator=gen, device=self.device)
+            z1 = z1_all[idx]
+            z0 = self._source(self.batch_size, gen)
+            if self.coupling == "ot":
+                cost = torch.cdist(z0, z1).pow(2).cpu().numpy()
+                rows, cols = linear_sum_assignment(cost)
+                z1 = z1[torch.as_tensor(cols[np.argsort(rows)], device=self.device)]
+            t = torch.rand(self.batch_size, generator=gen, device=self.device)
+            zt = (1 - t[:, None]) * z0 + t[:, None] * z1
+            loss = (self.net_(zt, t) - (z1 - z0)).pow(2).sum(dim=1).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses[step] = loss.item()
+        self.train_seconds_ = time.perf_counter() - start
+        self.losses_ = losses
+        self.sample_generator_ = self._generator(2)
+        return self
+
+    # sampling ---------------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "net_"):
+            raise RuntimeError(f"{type(self).__name__}: call fit() (or load()) before sampling")
+
+    @torch.no_grad()
+    def _integrate(self, z: Tensor, steps: int, solver: str, **opts) -> Tensor:
+        h = 1.0 / steps
+        for k in range(steps):
+            t = torch.full((z.shape[0],), k * h, device=z.device)
+            v = self.net_(z, t)
+            if solver == "midpoint":
+                v = self.net_(z + 0.5 * h * v, t + 0.5 * h)
+            elif solver == "heun":
+                v = 0.5 * (v + self.net_(z + h * v, t + h))
+            z = self._step_operator(z, z + h * v, **opts)
+        return z
+
+    def sample(self, n: int, steps: int = 100, solver: str = "euler", return_latent: bool = False,
+               generator: torch.Generator | None = None, **opts) -> Tensor:
+        """``n`` samples ``(n, d)`` by integrating the learned ODE with ``steps`` steps of ``solver``.
+
+        ``generator`` (on the estimator's device) draws the source; by default an internal one,
+        seeded at fit time, so that equal seeds give equal samples. ``return_latent`` also returns
+        the final latent points.
+        """
+        self._check_fitted()
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n: expected a positive integer, got {n!r}")
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+        _check_choice("solver", solver, SOLVERS)
+        gen = generator if generator is not None else self.sample_generator_
+        self.net_.eval()
+        z = self._integrate(self._source(n, gen), steps, solver, **opts)
+        x = self._decode(z, **opts)
+        return (x, z) if return_latent else x
+
+    # persistence ------------------------------------------------------------------------------
+    def _config(self) -> dict:
+        return {"hidden": list(self.hidden), "lr": self.lr, "batch_size": self.batch_size,
+                "n_steps_train": self.n_steps_train, "coupling": self.coupling, "seed": self.seed,
+                "time_features": self.time_features}
+
+    def save(self, path) -> pathlib.Path:
+        """Writes the configuration, the set and the weights to ``path`` (torch format), atomically."""
+        from iclr26_shared.bench import atomic_path
+
+        self._check_fitted()
+        state = {"class": type(self).__name__, "config": self._config(), "dim": self.dim_,
+                 "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}, **self._extra_state()}
+        with atomic_path(path) as tmp:
+            torch.save(state, tmp)
+        return pathlib.Path(path)
+
+    def _extra_state(self) -> dict:
+        return {}
+
+    @classmethod
+    def load(cls, path, device: str = "cpu") -> FlowEstimator:
+        """Reads a model written by ``save``.
+
+        Raises:
+            ValueError: the file holds another estimator class or its set does not match the weights.
+        """
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if state.get("class") != cls.__name__:
+            raise ValueError(f"path: expected a saved {cls.__name__}, got {state.get('class')!r}")
+        est = cls._from_state(state, device)
+        est.dim_ = int(state["dim"])
+        est.net_ = VelocityMLP(est.dim_, est.hidden, est.time_features).to(device, torch.float32)
+        est.net_.load_state_dict(state["state_dict"])
+        est.sample_generator_ = est._generator(2)
+        return est
+
+    @classmethod
+    def _from_state(cls, state: dict, device: str) -> FlowEstimator:
+        return cls(**state["config"], device=device)
+
+
+def _warn_if_off_centre(C: ConvexSet) -> None:
+    """Warns when the inscribed radius about ``x_c`` is below 5% of the outer radius (``T⁻¹`` then stretches a lot)."""
+    if not isinstance(C, Polytope):
+        return
+    radius = float(((C.b - C.A @ C.center) / torch.linalg.norm(C.A, dim=1)).min())
+    lo, hi = C.bounding_box()
+    outer = float(torch.maximum((lo - C.center).abs(), (hi - C.center).abs()).norm())
+    if radius < 0.05 * outer:
+        warnings.warn(f"constraint: inscribed radius {radius:.3g} is below 5% of the outer radius {outer:.3g}; "
+                      "the gauge map distorts the learned distribution strongly", stacklevel=3)
+
+
+class GaugeFlowMatching(FlowEstimator):
+    """Gauge flow matching: flow matching in the unit ball through the gauge map of ``constraint``.
+
+    Args:
+        constraint: the set ``C`` (any ``ConvexSet``, including star-shaped ``StarUnion``).
+        source: ``"uniform_ball"`` (default) or ``"gaussian"``.
+        boundary: operator after each step for iterates outside the ball (``reflect``, ``radial``,
+            ``project``, ``none``).
+        final_rescale: rescale final iterates with ``‖z‖ > 1`` to the sphere (in float64) before
+            ``T⁻¹``; this makes every sample feasible to rounding.
+        Other arguments: see ``FlowEstimator``.
+
+    Attributes after ``fit``: ``net_``, ``losses_``, ``train_seconds_``; after ``sample``:
+    ``sample_stats_`` (``outside_iterates``: number of iterates with ``‖z‖ > 1`` before the operator).
+    """
+
+    def __init__(self, constraint: ConvexSet, hidden: Sequence[int] = (256, 256, 256), source: str = "uniform_ball",
+                 boundary: str = "reflect", coupling: str = "independent", lr: float = 1e-3, batch_size: int = 512,
+                 n_steps_train: int = 5000, seed: int = 0, device: str = "cpu", final_rescale: bool = True,
+                 time_features: int = 16):
+        if not isinstance(constraint, ConvexSet):
+            raise TypeError(f"constraint: expected a ConvexSet, got {type(constraint).__name__}")
+        super().__init__(hidden, lr, batch_size, n_steps_train, coupling, seed, device, time_features)
+        self.constraint = constraint
+        self.source = _check_choice("source", source, ("uniform_ball", "gaussian"))
+        self.boundary = _check_choice("boundary", boundary, BOUNDARY_MODES)
+        self.final_rescale = bool(final_rescale)
+        self.gauge_map = GaugeMap(constraint)
+        _warn_if_off_centre(constraint)
+
+    def _prepare(self, X, check_feasible: bool = True) -> Tensor:
+        X64 = check_data(X, self.constraint.dim)
+        if check_feasible:
+            viol = self.constraint.violation(X64)
+            if (viol > 1e-9).any():
+                i = int(torch.argmax(viol))
+                raise ValueError(f"X: expected points inside the constraint set (tol 1e-9); row {i} violates it by "
+                                 f"{float(viol[i]):.3g} ({int((viol > 1e-9).sum())} rows outside); "
+                                 f"pass check_feasible=False to train anyway")
+        return X64
+
+    def _encode(self, X: Tensor) -> Tensor:
+        z = self.gauge_map.to_ball(X)
+        norm = torch.linalg.norm(z, dim=1, keepdim=True)
+        return torch.where(norm > 1, z / norm, z)
+
+    def _source(self, n: int, generator: torch.Generator) -> Tensor:
+        if self.source == "gaussian":
+            return torch.randn(n, self.dim_, generator=generator, device=generator.device)
+        return uniform_ball(n, self.dim_, generator)
+
+    def _step_operator(self, z_prev: Tensor, z_new: Tensor, boundary: str | None = None, **_) -> Tensor:
+        z, outside = boundary_step_counted(z_prev, z_new, boundary or self.boundary)
+        self._outside += outside
+        return z
+
+    def _decode(self, z: Tensor, final_rescale: bool | None = None, **_) -> Tensor:
+        z64 = z.to(torch.float64)
+        if self.final_rescale if final_rescale is None else final_rescale:
+            norm = torch.linalg.norm(z64, dim=1, keepdim=True)
+            z64 = torch.where(norm > 1, z64 / norm, z64)
+        return self.gauge_map.from_ball(z64)
+
+    def sample(self, n: int, steps: int = 100, solver: str = "euler", return_ball: bool = False,
+               generator: torch.Generator | None = None, boundary: str | None = None,
+               final_rescale: bool | None = None) -> Tensor:
+        """``n`` samples ``(n, d)`` float64 in ``C``; ``boundary``/``final_rescale`` override the estimator's
+        for this call (ablations). ``return_ball`` also returns the final ball iterates ``(n, d)``."""
+        if boundary is not None:
+            _check_choice("boundary", boundary, BOUNDARY_MODES)
+        self._outside = 0
+        out = super().sample(n, steps, solver, return_ball, generator, boundary=boundary, final_rescale=final_rescale)
+        self.sample_stats_ = {"outside_iterates": self._outside, "iterates": n * steps}
+        return out
+
+    def fit(self, X, check_feasible: bool = True) -> GaugeFlowMatching:
+        """Maps ``X`` ``(n, d)`` into the ball and trains; raises ValueError on infeasible rows unless
+        ``check_feasible=False`` (those rows are then radially clipped to the sphere)."""
+        return super().fit(X, check_feasible=check_feasible)
+
+    def _config(self) -> dict:
+        return {**super()._config(), "source": self.source, "boundary": self.boundary,
+                "final_rescale": self.final_rescale}
+
+    def _extra_state(self) -> dict:
+        if not hasattr(self.constraint, "to_spec"):
+            raise ValueError(f"constraint: a {type(self.constraint).__name__} holds callables and cannot be saved")
+        return {"constraint": self.constraint.to_spec()}
+
+    @classmethod
+    def _from_state(cls, state: dict, device: str) -> GaugeFlowMatching:
+        C = set_from_spec(state["constraint"])
+        if C.dim != int(state["dim"]):
+            raise ValueError(f"path: the saved set has dimension {C.dim} but the weights expect {state['dim']}")
+        return cls(C, **state["config"], device=device)
