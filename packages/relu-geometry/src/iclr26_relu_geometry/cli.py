@@ -1,0 +1,280 @@
+"""``iclr26-relu-geometry``: data, train, sharpness, diagnose, the three sweeps, and ``bench``/``reproduce``."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import pathlib
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, fields
+
+import numpy as np
+import torch
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.device import resolve_device
+
+from .activations import activation_report
+from .bench import BENCHMARK
+from .data import ball_mixture, beta_radial, gaussian_shell, lines
+from .experiments import (
+    RunConfig,
+    make_data,
+    run_alpha_sweep,
+    run_experiment,
+    run_intrinsic_sweep,
+    run_real_vs_gaussian,
+)
+from .model import TwoLayerReLU
+from .plotting import plot_diagnose, plot_gap_vs_alpha, plot_gap_vs_d, plot_gap_vs_n
+from .regularity import shatter_curve
+from .sharpness import sharpness
+
+
+def _target(out: str, default_name: str, force: bool) -> pathlib.Path:
+    """``--out`` names a file when it has a suffix, else a folder holding ``default_name``; refuses to overwrite."""
+    p = pathlib.Path(out)
+    path = p if p.suffix else p / default_name
+    if path.exists() and not force:
+        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+    return path
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(0.0 if t == "sphere" else float(t) for t in text.split(","))
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(t) for t in text.split(","))
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family", default="beta", choices=("beta", "mixture", "lines", "gaussian_shell", "digits"))
+    p.add_argument("--alpha", type=lambda t: 0.0 if t == "sphere" else float(t), default=0.0,
+                   help="Beta(1, α) radius; 0 or 'sphere' puts the data on the unit sphere")
+    p.add_argument("--d", type=int, default=5)
+    p.add_argument("--m", type=int, default=1, help="intrinsic dimension of each ball (family mixture)")
+    p.add_argument("--J", type=int, default=20, help="number of balls (mixture, lines)")
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--width", type=int, default=256)
+    p.add_argument("--eta", type=float, default=0.2)
+    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--noise", type=float, default=0.5)
+    p.add_argument("--n-test", type=int, default=2000)
+
+
+def cmd_data(args) -> int:
+    path = _target(args.out, "X.npy", args.force)
+    rng = np.random.default_rng(args.seed)
+    if args.family == "beta":
+        X = beta_radial(args.n, args.d, args.alpha, rng, as_numpy=True)
+    elif args.family == "mixture":
+        X = ball_mixture(args.n, args.d, args.m, args.J, rng=rng, as_numpy=True)
+    elif args.family == "lines":
+        X = lines(args.n, args.d, args.J, rng=rng, as_numpy=True)
+    elif args.family == "gaussian_shell":
+        X = gaussian_shell(args.n, args.d, rng=rng, as_numpy=True)
+    else:
+        raise SystemExit("--family digits: use the Python API digits_dataset(); data writes generated families")
+    with atomic_path(path) as tmp:
+        np.save(tmp, X)
+    print(f"{args.family}: X {X.shape}, max ‖x‖ {np.linalg.norm(X, axis=1).max():.4f} -> {path}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    path = _target(args.out, "run.json", args.force)
+    device = resolve_device(args.device)
+    config = RunConfig(family=args.family, alpha=args.alpha, d=args.d, m=args.m, J=args.J, n=args.n,
+                       n_test=args.n_test, width=args.width, eta=args.eta, steps=args.steps, noise=args.noise,
+                       seed=args.seed, sharpness_every=args.sharpness_every)
+    row, model, hist = run_experiment(config, device, report=True)
+    state = {k: v.detach().cpu().tolist() for k, v in model.state_dict().items()}
+    write_json_atomic(path, {"config": asdict(config), "row": row, "history": hist.to_dict(), "state": state})
+    print(f"train MSE {row['train_mse']:.4f}  test MSE {row['test_mse']:.4f} (clean {row['test_mse_clean']:.4f})  "
+          f"gap {row['gap']:.4f}  sharpness {row['sharpness']:.4f}  2/η {row['two_over_eta']:.4f}"
+          f"{'  DIVERGED' if row['diverged'] else ''}\n-> {path}")
+    return 0
+
+
+def _load_run(path: str, device):
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise SystemExit(f"--run: no run file at {p} (write one with: iclr26-relu-geometry train --out run.json)")
+    run = json.loads(p.read_text(encoding="utf-8"))
+    names = {f.name for f in fields(RunConfig)}
+    config = RunConfig(**{k: v for k, v in run["config"].items() if k in names})
+    X, y = make_data(config, device)[:2]
+    model = TwoLayerReLU(X.shape[1], config.width)
+    model.load_state_dict({k: torch.tensor(v) for k, v in run["state"].items()})
+    return config, model.to(device), X, y
+
+
+def cmd_sharpness(args) -> int:
+    device = resolve_device(args.device)
+    config, model, X, y = _load_run(args.run, device)
+    lam = sharpness(model, X, y, iters=args.iters, method=args.method, loss_scale=config.loss_scale)
+    print(f"sharpness {lam:.6g}  2/η {2 / config.eta:.6g}  ratio {lam * config.eta / 2:.4f}")
+    return 0
+
+
+def cmd_diagnose(args) -> int:
+    device = resolve_device(args.device)
+    out = pathlib.Path(args.out)
+    png, js = out / "diagnose.png", out / "diagnose.json"
+    for p in (png, js):
+        if p.exists() and not args.force:
+            raise SystemExit(f"{p} exists; pass --force to overwrite it")
+    config, model, X, _ = _load_run(args.run, device)
+    report = activation_report(model, X)
+    curve = shatter_curve(X, rng=args.seed)
+    summary = {k: v for k, v in report.items() if k != "counts"}
+    print(json.dumps(summary, indent=1))
+    print("shatter curve (cap mass p: median g̃): " +
+          ", ".join(f"{p:g}: {g:.3g}" for p, g in zip(curve["p"], curve["median_g"])))
+    write_json_atomic(js, {"activation_report": report, "shatter_curve": curve})
+    plot_diagnose({config.family: report}, {config.family: curve}, png)
+    print(f"-> {png}, {js}")
+    return 0
+
+
+def _write_sweep(out: pathlib.Path, name: str, result: dict, figures: list[pathlib.Path]) -> None:
+    rows = result["rows"]
+    with atomic_path(out / f"{name}.csv") as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    slopes = {str(k): v for k, v in result.get("slopes", {}).items()}
+    write_json_atomic(out / "summary.json", {"sweep": name, "slopes": slopes, "figures": [str(f) for f in figures]})
+    for key, fit in slopes.items():
+        print(f"{key}: slope {fit['slope']:.3f} (R² {fit['r2']:.3f})")
+    print(f"-> {out / f'{name}.csv'}, {out / 'summary.json'}")
+
+
+def _sweep_out(args, name: str) -> pathlib.Path:
+    out = pathlib.Path(args.out)
+    if (out / f"{name}.csv").exists() and not args.force:
+        raise SystemExit(f"{out / f'{name}.csv'} exists; pass --force to overwrite it")
+    return out
+
+
+def _train_kwargs(args) -> dict:
+    """The GD options every sweep shares, the device resolved and the progress bar attached."""
+    return dict(width=args.width, eta=args.eta, steps=args.steps, seeds=args.seeds, noise=args.noise,
+                device=resolve_device(args.device), progress=lambda it, **kw: progress(it, quiet=args.quiet, **kw))
+
+
+def cmd_sweep_alpha(args) -> int:
+    out = _sweep_out(args, "sweep_alpha")
+    res = run_alpha_sweep(d=args.d, alphas=args.alphas, ns=args.ns, n_test=args.n_test, **_train_kwargs(args))
+    figs = [plot_gap_vs_alpha(res["rows"], max(args.ns), out / "gap_vs_alpha.png")]
+    _finish_sweep(args, out, "sweep_alpha", "alpha", res, figs)
+    return 0
+
+
+def cmd_sweep_intrinsic(args) -> int:
+    out = _sweep_out(args, "sweep_intrinsic")
+    res = run_intrinsic_sweep(m=args.m, J=args.J, ds=args.ds, ns=args.ns, n_test=args.n_test, **_train_kwargs(args))
+    figs = [plot_gap_vs_d(res["rows"], max(args.ns), out / "gap_vs_d.png")]
+    _finish_sweep(args, out, "sweep_intrinsic", "geometry", res, figs)
+    return 0
+
+
+def _finish_sweep(args, out: pathlib.Path, name: str, key: str, res: dict, figs: list) -> None:
+    if len(set(args.ns)) >= 3:
+        figs.append(plot_gap_vs_n(res["rows"], key, res["slopes"], out / "gap_vs_n.png"))
+    _write_sweep(out, name, res, figs)
+
+
+def cmd_real_vs_gaussian(args) -> int:
+    out = _sweep_out(args, "real_vs_gaussian")
+    res = run_real_vs_gaussian(n=args.n, n_test=1797 - args.n, **_train_kwargs(args))
+    for r in res["rows"]:
+        print(f"{r['family']} seed {r['seed']}: train {r['train_mse']:.4f} test {r['test_mse']:.4f} "
+              f"clean {r['test_mse_clean']:.4f} gap {r['gap']:.4f}")
+    _write_sweep(out, "real_vs_gaussian", res, [])
+    return 0
+
+
+def cmd_perf(args) -> int:
+    from .perf import measure_performance
+
+    path = _target(args.out, "perf.json", args.force)
+    res = measure_performance(resolve_device(args.device), steps=args.steps)
+    write_json_atomic(path, res)
+    print("\n".join(f"{k}: {v:.4g}" for k, v in res.items()) + f"\n-> {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="iclr26-relu-geometry", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = common_options()
+
+    p = sub.add_parser("data", parents=[common], help="sample a data family to .npy")
+    _config_args(p)
+    p.set_defaults(handler=cmd_data)
+
+    p = sub.add_parser("train", parents=[common], help="one full-batch GD run; writes run.json")
+    _config_args(p)
+    _train_args(p)
+    p.add_argument("--sharpness-every", type=int, default=500)
+    p.set_defaults(handler=cmd_train)
+
+    p = sub.add_parser("sharpness", parents=[common], help="λ_max of a trained run's Hessian")
+    p.add_argument("--run", required=True)
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--method", choices=("power", "lanczos"), default="power")
+    p.set_defaults(handler=cmd_sharpness)
+
+    p = sub.add_parser("diagnose", parents=[common], help="activation report and shatter curve of a run")
+    p.add_argument("--run", required=True)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(handler=cmd_diagnose)
+
+    for name, handler in (("sweep-alpha", cmd_sweep_alpha), ("sweep-intrinsic", cmd_sweep_intrinsic),
+                          ("real-vs-gaussian", cmd_real_vs_gaussian)):
+        p = sub.add_parser(name, parents=[common], help=f"{name}: CSV, log-log plots with slopes, summary.json")
+        _train_args(p)
+        p.add_argument("--seeds", type=_ints, default=(0,))
+        p.add_argument("--force", action="store_true")
+        p.set_defaults(handler=handler)
+        if name == "sweep-alpha":
+            p.add_argument("--d", type=int, default=5)
+            p.add_argument("--alphas", type=_floats, default=(0.0, 0.3, 1.5, 5.0))
+            p.add_argument("--ns", type=_ints, default=(128, 256, 512, 1024))
+        elif name == "sweep-intrinsic":
+            p.add_argument("--m", type=int, default=1)
+            p.add_argument("--J", type=int, default=20)
+            p.add_argument("--ds", type=_ints, default=(5, 20, 50))
+            p.add_argument("--ns", type=_ints, default=(256, 512, 1024))
+        else:
+            p.add_argument("--n", type=int, default=1000)
+
+    p = sub.add_parser("perf", parents=[common], help="time train_gd, sharpness and depth (pyhessian as anchor)")
+    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(handler=cmd_perf)
+
+    add_bench_command(sub, [BENCHMARK])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "device", "auto") in ("auto", "cpu") and not torch.cuda.is_available():
+        torch.set_num_threads(1)
+    try:
+        return args.handler(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Rates, slope fits, the CLI round trip and one smoke run of the registered benchmark."""
+import json
+
+import numpy as np
+import pytest
+from iclr26_relu_geometry import RunConfig, fit_loglog_slope, theory_rates
+from iclr26_relu_geometry.cli import main
+
+
+def test_theory_rates_match_the_reported_exponents():
+    r = theory_rates(5, alpha=5.0, m=1)
+    assert r["beta_upper"] == pytest.approx(-5 * 8 / (2 * (25 + 100 + 15)))
+    assert r["beta_lower"] == pytest.approx(-10 / 14)
+    assert r["mixture_upper"] == pytest.approx(-1 / 6)
+    assert theory_rates(5, alpha=0.0)["beta_upper"] == 0.0
+    with pytest.raises(ValueError, match="m"):
+        theory_rates(3, m=3)
+
+
+def test_slope_fit_recovers_a_power_law_and_refuses_bad_input():
+    ns = np.array([128, 256, 512, 1024])
+    fit = fit_loglog_slope(ns, 3.0 * ns ** -0.4)
+    assert fit["slope"] == pytest.approx(-0.4) and fit["r2"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="3 distinct"):
+        fit_loglog_slope([128, 256], [0.1, 0.05])
+    with pytest.warns(RuntimeWarning, match="excluded"):
+        fit = fit_loglog_slope(ns, [0.1, float("nan"), 0.05, -0.01])
+    assert np.isnan(fit["slope"]) and fit["excluded"] == [256.0, 1024.0]
+
+
+def test_run_config_refuses_bad_values():
+    with pytest.raises(ValueError, match="family"):
+        RunConfig(family="torus")
+    with pytest.raises(ValueError, match="eta"):
+        RunConfig(eta=-1.0)
+    with pytest.raises(ValueError, match="m"):
+        RunConfig(family="mixture", m=5, d=5)
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    x_path, run_path = tmp_path / "X.npy", tmp_path / "run.json"
+    assert main(["data", "--family", "beta", "--alpha", "0.3", "--d", "5", "--n", "100", "--out", str(x_path)]) == 0
+    assert np.load(x_path).shape == (100, 5)
+    with pytest.raises(SystemExit, match="--force"):
+        main(["data", "--n", "100", "--out", str(x_path)])
+    assert main(["train", "--alpha", "sphere", "--n", "64", "--n-test", "100", "--width", "32", "--steps", "50",
+                 "--sharpness-every", "25", "--device", "cpu", "--out", str(run_path)]) == 0
+    run = json.loads(run_path.read_text())
+    assert run["config"]["n"] == 64 and len(run["history"]["sharpness"]) == 2
+    out = capsys.readouterr().out
+    assert "gap" in out and "2/η" in out
+    assert main(["sharpness", "--run", str(run_path), "--device", "cpu"]) == 0
+    lam = float(capsys.readouterr().out.split()[1])
+    assert lam == pytest.approx(run["row"]["sharpness"], rel=1e-3)
+    assert main(["diagnose", "--run", str(run_path), "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "diagnose.png").stat().st_size > 0
+    assert "n_shattering" in json.loads((tmp_path / "diagnose.json").read_text())["activation_report"]
+    assert main(["data", "--alpha", "-1", "--out", str(tmp_path / "bad.npy")]) == 2
+
+
+def test_cli_sweeps_write_csv_plots_and_summary(tmp_path):
+    tiny = ["--width", "16", "--steps", "20", "--n-test", "50", "--device", "cpu", "--quiet"]
+    assert main(["sweep-alpha", "--alphas", "sphere,5", "--ns", "32,48,64", "--out", str(tmp_path / "a"), *tiny]) == 0
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert set(summary["slopes"]) <= {"0.0", "5.0"} and (tmp_path / "a" / "gap_vs_n.png").exists()
+    assert len((tmp_path / "a" / "sweep_alpha.csv").read_text().splitlines()) == 7
+    assert main(["sweep-intrinsic", "--ds", "3,6", "--ns", "32,64", "--out", str(tmp_path / "i"), *tiny]) == 0
+    assert (tmp_path / "i" / "gap_vs_d.png").exists()
+    assert main(["real-vs-gaussian", "--n", "100", "--out", str(tmp_path / "r"), *tiny]) == 0
+    assert len((tmp_path / "r" / "real_vs_gaussian.csv").read_text().splitlines()) == 3
+
+
+def test_benchmark_smoke_writes_the_json_contract(tmp_path):
+    assert main(["bench", "--scale", "smoke", "--device", "cpu", "--out", str(tmp_path), "--quiet"]) == 0
+    (path,) = tmp_path.glob("relu-geometry__smoke__seed0__cpu.json")
+    res = json.loads(path.read_text())
+    assert res["status"] == "ok", res["error"]
+    for key in ("benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics", "rows",
+                "claims", "figures"):
+        assert key in res
+    assert {r["method"] for r in res["rows"]} == {"sphere", "alpha=5"}
+    assert {c["name"] for c in res["claims"]} >= {"beos_holds", "geometry_ordering", "memorisation_contrast"}
+    assert all(isinstance(c["holds"], bool) for c in res["claims"])
+    assert all((tmp_path / f).exists() for f in res["figures"])
