@@ -1,0 +1,186 @@
+"""``iclr26-socp-gnn``: generate labelled SOCP data, train and evaluate the GNN or the MLP, run the benchmarks."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import pathlib
+import sys
+from collections.abc import Sequence
+
+import torch
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.device import resolve_device
+
+from .bench import BENCHMARKS, OPF, inference_timing
+from .data import load_dataset, make_dataset, save_dataset
+from .models import SOCPGNN, FlatMLP, build_model, count_parameters
+from .train import evaluate, fit, predict
+
+
+def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+
+
+def _generate(args) -> int:
+    out = pathlib.Path(args.out)
+    _refuse_overwrite(out, args.force)
+    ds = make_dataset(args.task, args.n_instances, args.n, args.m, args.k, p=args.p, seed=args.seed,
+                      n_jobs=args.jobs)
+    save_dataset(out, ds)
+    meta = ds.meta
+    print(f"{len(ds)} {args.task} instances -> {out}")
+    print(f"feasible fraction {meta['feasible_fraction']:.3f} (g_shift {meta['g_shift']:.4g}), "
+          f"discarded {meta['discarded']} of {meta['candidates']} candidates, "
+          f"mean solve {meta['mean_solve_ms']:.2f} ms")
+    return 0
+
+
+def _split(items, frac: float, seed: int):
+    idx = torch.randperm(len(items), generator=torch.Generator().manual_seed(seed)).tolist()
+    n_val = max(1, int(frac * len(items)))
+    return [items[i] for i in idx[n_val:]], [items[i] for i in idx[:n_val]]
+
+
+def _train(args) -> int:
+    out = pathlib.Path(args.out)
+    _refuse_overwrite(out, args.force)
+    ds = load_dataset(args.data)
+    task = ds.meta.get("task", "solution")
+    device = resolve_device(args.device)
+    torch.manual_seed(args.seed)
+    train, val = _split(list(ds), 0.1, args.seed)
+    hidden = args.hidden if args.model != "mlp" else tuple([args.mlp_width] * 3)
+    model = build_model(args.model, task, hidden=hidden, layers=args.layers, example=train[0][0])
+    print(f"{args.model} for {task}: {count_parameters(model)} parameters")
+
+    def log(epoch, metric):
+        print(f"epoch {epoch:4d}  validation {metric:.4f}")
+
+    hist = fit(model, train, val, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+               device=device, log_every=25, callback=None if args.quiet else log)
+    with atomic_path(out) as tmp:
+        torch.save({"kind": args.model, "config": model.config, "state": model.state_dict()}, tmp)
+    print(f"trained {hist.seconds:.1f}s (best epoch {hist.best_epoch}) -> {out}")
+    return 0
+
+
+def load_model(path) -> torch.nn.Module:
+    """Rebuilds a model saved by ``iclr26-socp-gnn train``."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model: no file at {path}")
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    cfg = dict(ckpt["config"])
+    model = SOCPGNN(**cfg) if ckpt["kind"].startswith("gnn") else FlatMLP(**cfg)
+    model.load_state_dict(ckpt["state"])
+    return model
+
+
+def _eval(args) -> int:
+    model = load_model(args.model)
+    ds = load_dataset(args.data)
+    device = resolve_device(args.device)
+    metrics = evaluate(model, list(ds), device=device)
+    metrics.update({f"timing_{k}": v for k, v in inference_timing(model, list(ds)[: args.n_timing], device).items()})
+    for k, v in metrics.items():
+        print(f"{k:28s} {v:.6g}")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "eval.json", metrics)
+    return 0
+
+
+def _opf(args) -> int:
+    from .grid import bus_balance_residual, opf_dataset
+
+    device = resolve_device(args.device)
+    ds = opf_dataset(args.case, args.n_instances, seed=args.seed, n_jobs=args.jobs)
+    items = list(ds)
+    n_test = max(1, len(items) // 5)
+    train, test = items[:-n_test], items[-n_test:]
+    print(f"{args.case}: {len(items)} solved SOC-OPF instances ({ds.meta['discarded']} discarded), "
+          f"mean Clarabel solve {ds.meta['mean_solve_ms']:.2f} ms; train {len(train)}, test {len(test)}")
+    table = {}
+    for kind in ("gnn", "mlp"):
+        torch.manual_seed(args.seed)
+        model = build_model(kind, "solution", hidden=args.hidden if kind == "gnn" else None, layers=args.layers,
+                            example=train[0][0])
+        fit(model, train, epochs=args.epochs, seed=args.seed, device=device)
+        met = evaluate(model, test, device=device)
+        preds = predict(model, test, device=device)
+        met["bus_balance_residual"] = sum(bus_balance_residual(P, x) for (P, _), x in zip(test, preds)) / len(test)
+        met["params"] = count_parameters(model)
+        table[kind] = met
+        print(f"{kind:4s} params {met['params']:8d}  rel MSE {met['rel_mse']:.4f}  objective gap "
+              f"{met['objective_gap']:.4f}  bus residual {met['bus_balance_residual']:.4f}")
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / f"opf_{args.case}.json", table)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``iclr26-socp-gnn``."""
+    parser = argparse.ArgumentParser(prog="iclr26-socp-gnn", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = common_options()
+
+    g = sub.add_parser("generate", parents=[common], help="generate and label random SOCPs with Clarabel")
+    g.add_argument("--task", choices=("feasibility", "objective", "solution"), default="feasibility")
+    g.add_argument("--n-instances", type=int, default=3000)
+    g.add_argument("--n", type=int, default=10)
+    g.add_argument("--m", type=int, default=5)
+    g.add_argument("--k", type=int, default=3)
+    g.add_argument("--p", type=float, default=2.0)
+    g.add_argument("--jobs", type=int, default=1, help="worker processes for the solver")
+    g.add_argument("--force", action="store_true", help="overwrite --out")
+    g.set_defaults(handler=_generate, out_default="data.pkl")
+
+    t = sub.add_parser("train", parents=[common], help="train the GNN (or the MLP baseline) on a generated dataset")
+    t.add_argument("--data", required=True)
+    t.add_argument("--model", choices=("gnn", "gnn-coneblind", "mlp"), default="gnn")
+    t.add_argument("--hidden", type=int, default=64)
+    t.add_argument("--layers", type=int, default=4)
+    t.add_argument("--mlp-width", type=int, default=512)
+    t.add_argument("--epochs", type=int, default=300)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--force", action="store_true", help="overwrite --out")
+    t.set_defaults(handler=_train, out_default="model.pt")
+
+    e = sub.add_parser("eval", parents=[common], help="evaluate a trained model on a dataset (metrics to --out)")
+    e.add_argument("--model", required=True)
+    e.add_argument("--data", required=True)
+    e.add_argument("--n-timing", type=int, default=50, help="instances timed against Clarabel")
+    e.set_defaults(handler=_eval, out_default="results")
+
+    o = sub.add_parser("opf", parents=[common], help="SOC-OPF on a PYPOWER case: solve, then train GNN vs MLP")
+    o.add_argument("--case", default="case14")
+    o.add_argument("--n-instances", type=int, default=500)
+    o.add_argument("--epochs", type=int, default=100)
+    o.add_argument("--hidden", type=int, default=64)
+    o.add_argument("--layers", type=int, default=4)
+    o.add_argument("--jobs", type=int, default=1)
+    o.set_defaults(handler=_opf)
+
+    add_bench_command(sub, BENCHMARKS + ([OPF] if importlib.util.find_spec("pypower") else []))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "out_default", None) and args.out == "results" and args.command in ("generate", "train"):
+        args.out = args.out_default
+    try:
+        return int(args.handler(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""Embedded data: random SOCP instances labelled by Clarabel, feasibility calibration, caching.
+
+Nothing downloads: instances are generated from a seed and labelled by the exact solver.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import pickle
+
+import numpy as np
+
+from .grid import socp_opf  # noqa: F401  (the spec's data.socp_opf; lives in grid, needs the [grid] extra)
+from .problem import SOCP, solve
+
+TASKS = ("feasibility", "objective", "solution")
+PILOT_SEED = 20_260_415  # pilot instances of the g_shift calibration; distinct from every benchmark seed
+PILOT_SIZE = 200
+
+
+class SOCPDataset(list):
+    """A list of ``(SOCP, label)`` pairs with ``meta``: generation settings and statistics.
+
+    Labels: ``feasibility`` -> 1 feasible / 0 infeasible; ``objective`` -> optimal value;
+    ``solution`` -> the minimum-norm optimal solution, an (n,) array.
+    """
+
+    def __init__(self, items=(), meta: dict | None = None):
+        super().__init__(items)
+        self.meta = dict(meta or {})
+
+
+def _check_sizes(n: int, m: int, k: int, density: float, p: float) -> None:
+    for name, v in (("n", n), ("m", m), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    if not 0 < density <= 1:
+        raise ValueError(f"density: expected 0 < density <= 1, got {density}")
+    if not (np.isfinite(p) and p >= 1):
+        raise ValueError(f"p: expected a finite number >= 1, got {p}")
+
+
+def random_socp(n: int = 10, m: int = 5, k: int = 3, density: float = 0.3, p: float = 2.0,
+                g_shift: float | None = None, bounds: float = 1.0, seed=None) -> SOCP:
+    """One random instance: ``c ~ N(0, I)``; per cone ``A_i`` = Bernoulli(density) mask × N(0, 1) (all-zero
+    rows redrawn), ``b_i ~ N(0, I_k)``, ``f_i`` = mask × N(0, 1), ``g_i = N(0, 1) + g_shift``; ``-bounds ≤ x ≤ bounds``.
+
+    ``g_shift=None`` uses the calibrated value for ``(n, m, k, p, density, bounds)`` (≈ 50% feasible).
+    """
+    _check_sizes(n, m, k, density, p)
+    if not bounds > 0:
+        raise ValueError(f"bounds: expected a positive number, got {bounds}")
+    if g_shift is None:
+        g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
+    rng = np.random.default_rng(seed)
+    A, b, f = [], [], []
+    for _ in range(m):
+        Ai = (rng.random((k, n)) < density) * rng.standard_normal((k, n))
+        for r in range(k):
+            while not Ai[r].any():
+                Ai[r] = (rng.random(n) < density) * rng.standard_normal(n)
+        A.append(Ai)
+        b.append(rng.standard_normal(k))
+        f.append((rng.random(n) < density) * rng.standard_normal(n))
+    g = rng.standard_normal(m) + g_shift
+    c = rng.standard_normal(n)
+    return SOCP(c=c, A=A, b=b, f=f, g=g, lb=-bounds * np.ones(n), ub=bounds * np.ones(n), p=p)
+
+
+def _cache_root() -> pathlib.Path:
+    base = os.environ.get("ICLR26_CACHE") or os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "iclr26" / "socp-gnn"
+
+
+def calibrate_g_shift(n: int = 10, m: int = 5, k: int = 3, p: float = 2.0, density: float = 0.3,
+                      bounds: float = 1.0, lo: float = 0.0, hi: float = 4.0, iterations: int = 7) -> float:
+    """The ``g_shift`` making ≈ 50% of instances feasible: bisection on ``PILOT_SIZE`` pilot instances.
+
+    Feasibility is monotone in ``g_shift`` (raising ``g`` only relaxes the cones), so the pilots are drawn
+    once with common random numbers and only ``g`` moves. The value is cached per configuration.
+    """
+    _check_sizes(n, m, k, density, p)
+    key = f"gshift_n{n}_m{m}_k{k}_p{p:g}_d{density:g}_b{bounds:g}_s{PILOT_SEED}.json"
+    path = _cache_root() / key
+    if path.exists():
+        return float(json.loads(path.read_text())["g_shift"])
+    pilots = [random_socp(n, m, k, density, p, 0.0, bounds, seed=[PILOT_SEED, i]) for i in range(PILOT_SIZE)]
+
+    def feasible_fraction(shift: float) -> float:
+        ok = 0
+        for P in pilots:
+            Q = SOCP(c=P.c, A=P.A, b=P.b, f=P.f, g=P.g + shift, lb=P.lb, ub=P.ub, p=P.p)
+            ok += solve(Q, min_norm=False).status == "optimal"
+        return ok / len(pilots)
+
+    while feasible_fraction(hi) < 0.5:
+        lo, hi = hi, 2 * hi + 1
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if feasible_fraction(mid) >= 0.5 else (mid, hi)
+    shift = round(0.5 * (lo + hi), 6)
+    from iclr26_shared.bench import write_json_atomic
+
+    write_json_atomic(path, {"g_shift": shift, "pilots": PILOT_SIZE})
+    return shift
+
+
+def label_instance(P: SOCP, task: str, unique_tol: float = 1e-3):
+    """``(label, outcome, solver seconds)`` for one instance.
+
+    ``outcome`` is ``"feasible"``, ``"infeasible"`` or ``"discarded"`` (any other solver status, or, for the
+    solution task, an optimum that moves by more than ``unique_tol`` under a ``1e-6‖x‖²`` regulariser).
+    Infeasible instances have no label for ``objective``/``solution`` (label ``None``).
+    ``unique_tol`` is 1e-3, not the spec's 1e-4: with Clarabel's 1e-8 tolerances a unique optimum on a
+    curved cone boundary is only located to O(√1e-8) = 1e-4, so 1e-4 rejected ~80% of unique optima.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    res = solve(P, min_norm=task == "solution")
+    if res.status == "infeasible":
+        return (0 if task == "feasibility" else None), "infeasible", res.time
+    if res.status != "optimal":
+        return None, "discarded", res.time
+    if task == "feasibility":
+        return 1, "feasible", res.time
+    if task == "objective":
+        return res.obj, "feasible", res.time
+    reg = solve(P, regularise=1e-6)
+    if reg.status != "optimal" or np.max(np.abs(reg.x - res.x)) > unique_tol:
+        return None, "discarded", res.time + reg.time
+    return res.x, "feasible", res.time + reg.time
+
+
+def _label_chunk(task, idx, n, m, k, density, p, g_shift, bounds, seed, stream):
+    out = []
+    for i in idx:
+        P = random_socp(n, m, k, density, p, g_shift, bounds, seed=[seed, stream, i])
+        label, outcome, secs = label_instance(P, task)
+        out.append((i, P, label, outcome, secs))
+    return out
+
+
+def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 3, p: float = 2.0, seed: int = 0,
+                 n_jobs: int = 1, density: float = 0.3, bounds: float = 1.0, g_shift: float | None = None,
+                 cache: bool = False, stream: int = 0) -> SOCPDataset:
+    """``n_instances`` labelled instances for ``task``.
+
+    ``feasibility``: balanced, half feasible and half infeasible. ``objective``/``solution``: feasible
+    instances only (solution: unique optimum checked, min-norm target). Instance ``i`` is drawn from the
+    seed ``[seed, stream, i]`` (another ``stream`` gives a disjoint test set); candidates are taken in index
+    order, so the result does not depend on ``n_jobs``.
+    ``meta`` records ``g_shift``, the feasible fraction among candidates, the discarded count and the
+    mean solver time. ``cache=True`` stores/reuses the dataset under the user cache directory.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    if isinstance(n_instances, bool) or not isinstance(n_instances, (int, np.integer)) or n_instances < 1:
+        raise ValueError(f"n_instances: expected a positive integer, got {n_instances!r}")
+    _check_sizes(n, m, k, density, p)
+    if g_shift is None:
+        g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
+    key = hashlib.sha1(repr((task, n_instances, n, m, k, float(p), seed, stream, density, bounds, g_shift)).encode())
+    path = _cache_root() / f"dataset_{task}_{key.hexdigest()[:16]}.pkl"
+    if cache and path.exists():
+        return load_dataset(path)
+    need = {"feasible": n_instances // 2, "infeasible": n_instances - n_instances // 2} if task == "feasibility" \
+        else {"feasible": n_instances, "infeasible": 0}
+    got = {"feasible": [], "infeasible": []}
+    stats = {"candidates": 0, "feasible": 0, "infeasible": 0, "discarded": 0, "solve_seconds": 0.0}
+    start, chunk = 0, max(64, int(1.3 * n_instances))
+    while any(len(got[o]) < need[o] for o in need):
+        results = _run_chunks(task, range(start, start + chunk), n, m, k, density, p, g_shift, bounds, seed,
+                              stream, n_jobs)
+        for _, P, label, outcome, secs in results:
+            if all(len(got[o]) >= need[o] for o in need):
+                break
+            stats["candidates"] += 1
+            stats[outcome] += 1
+            stats["solve_seconds"] += secs
+            if outcome in got and label is not None and len(got[outcome]) < need[outcome]:
+                got[outcome].append((P, label))
+        start += chunk
+        if start > 200 * n_instances:
+            raise RuntimeError(f"make_dataset: could not collect {need} instances from {start} candidates")
+    items = sorted(got["feasible"] + got["infeasible"], key=lambda it: it[0].meta["index"])
+    meta = dict(task=task, n=n, m=m, k=k, p=p, density=density, bounds=bounds, seed=seed, stream=stream,
+                g_shift=g_shift,
+                feasible_fraction=stats["feasible"] / max(1, stats["candidates"]),
+                mean_solve_ms=1e3 * stats["solve_seconds"] / max(1, stats["candidates"]), **stats)
+    ds = SOCPDataset(items, meta)
+    if cache:
+        save_dataset(path, ds)
+    return ds
+
+
+def _run_chunks(task, indices, n, m, k, density, p, g_shift, bounds, seed, stream, n_jobs):
+    idx = list(indices)
+    if n_jobs == 1:
+        results = _label_chunk(task, idx, n, m, k, density, p, g_shift, bounds, seed, stream)
+    else:
+        from joblib import Parallel, delayed
+
+        parts = [idx[j::max(1, n_jobs)] for j in range(max(1, n_jobs))]
+        job = delayed(_label_chunk)
+        out = Parallel(n_jobs=n_jobs)(job(task, part, n, m, k, density, p, g_shift, bounds, seed, stream)
+                                      for part in parts if part)
+        results = sorted((r for part in out for r in part), key=lambda r: r[0])
+    for i, P, *_ in results:
+        P.meta["index"] = i
+    return results
+
+
+def save_dataset(path, items) -> pathlib.Path:
+    """Writes a dataset (``SOCPDataset`` or list of ``(SOCP, label)``) as a pickle, atomically."""
+    from iclr26_shared.bench import atomic_path
+
+    ds = items if isinstance(items, SOCPDataset) else SOCPDataset(items)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        pickle.dump({"format": "iclr26-socp-gnn/1", "items": list(ds), "meta": ds.meta}, fh)
+    return pathlib.Path(path)
+
+
+def load_dataset(path) -> SOCPDataset:
+    """Reads a dataset written by ``save_dataset`` (trusted files only: this is a pickle).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not a dataset of this package.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no dataset at {path} (make one with `iclr26-socp-gnn generate`)")
+    with open(path, "rb") as fh:
+        try:
+            obj = pickle.load(fh)
+        except Exception as err:
+            raise ValueError(f"path: {path} is not a pickled socp-gnn dataset ({err})") from None
+    if not isinstance(obj, dict) or obj.get("format") != "iclr26-socp-gnn/1":
+        raise ValueError(f"path: {path} is not a socp-gnn dataset (missing format tag)")
+    return SOCPDataset(obj["items"], obj["meta"])

@@ -1,0 +1,221 @@
+"""The SOCP GNN (message passing on the four-type graph) and the fixed-size MLP baseline.
+
+Both take a PyG (batched) ``HeteroData`` from ``to_heterodata`` and return, per ``task``:
+``feasibility`` -> logits (B,); ``objective`` -> values (B,); ``solution`` -> x̂ (total number of variables,).
+Outputs are in the data's units: ``y_mean``/``y_std`` buffers (set by ``train.fit``) undo the target scaling.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch_geometric.nn import MessagePassing
+
+from .graph import EDGE_TYPES, NODE_DIMS
+
+TASKS = ("feasibility", "objective", "solution")
+VR, VC, RC, VL = EDGE_TYPES
+
+
+def _check_task(task: str) -> str:
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    return task
+
+
+def mlp(d_in: int, hidden: int, d_out: int | None = None) -> nn.Sequential:
+    """The 2-layer ReLU MLP used for every embedding, message, update and readout."""
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out or hidden))
+
+
+class WeightedSum(MessagePassing):
+    """Sum aggregation of weighted messages: ``out_v = Σ_{(u,v)} w_uv · φ(h_u)``.
+
+    ``φ`` is applied to the source nodes once (``phi``; identity by default), then each edge carries
+    ``w_uv · φ(h_u)`` and destinations add them up.
+    """
+
+    def __init__(self, phi: Callable[[torch.Tensor], torch.Tensor] | None = None):
+        super().__init__(aggr="add")
+        self.phi = phi
+
+    def forward(self, h_src: torch.Tensor, edge_index: torch.Tensor, weight: torch.Tensor, n_dst: int) -> torch.Tensor:
+        """h_src (N_src, d), edge_index (2, E) source->destination, weight (E,) -> (n_dst, d)."""
+        msg = h_src if self.phi is None else self.phi(h_src)
+        return self.propagate(edge_index, x=(msg, None), w=weight, size=(msg.size(0), n_dst))
+
+    def message(self, x_j: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return w.unsqueeze(-1) * x_j
+
+
+class SOCPLayer(nn.Module):
+    """One round: rows, then cones, then linear rows, then variables (the four message phases).
+
+    With ``membership=False`` (the cone-blind ablation) cones ignore their rows: the ``row→cone`` sum is dropped.
+    """
+
+    def __init__(self, hidden: int, membership: bool = True):
+        super().__init__()
+        H = hidden
+        self.membership = membership
+        self.M_vr, self.M_vc, self.M_rc, self.M_vl = mlp(H, H), mlp(H, H), mlp(H, H), mlp(H, H)
+        self.M_rv, self.M_cv, self.M_lv = mlp(H, H), mlp(H, H), mlp(H, H)
+        self.U_row, self.U_cone, self.U_lin, self.U_var = mlp(2 * H, H), mlp(3 * H, H), mlp(2 * H, H), mlp(4 * H, H)
+        self.agg = WeightedSum()
+
+    def forward(self, h: dict[str, torch.Tensor], edges: dict) -> dict[str, torch.Tensor]:
+        """h: type -> (num_nodes, H); edges: edge type -> (edge_index (2, E), weight (E,))."""
+        nv, nr, nc, nl = (h[t].size(0) for t in ("var", "row", "cone", "lin"))
+        (ei_vr, w_vr), (ei_vc, w_vc), (ei_rc, w_rc), (ei_vl, w_vl) = (edges[et] for et in EDGE_TYPES)
+        h_row = self.U_row(torch.cat([h["row"], self.agg(self.M_vr(h["var"]), ei_vr, w_vr, nr)], -1))
+        from_rows = self.agg(self.M_rc(h_row), ei_rc, w_rc, nc)
+        if not self.membership:
+            from_rows = torch.zeros_like(from_rows)
+        h_cone = self.U_cone(torch.cat([h["cone"], self.agg(self.M_vc(h["var"]), ei_vc, w_vc, nc), from_rows], -1))
+        h_lin = self.U_lin(torch.cat([h["lin"], self.agg(self.M_vl(h["var"]), ei_vl, w_vl, nl)], -1))
+        h_var = self.U_var(torch.cat([
+            h["var"],
+            self.agg(self.M_rv(h_row), ei_vr.flip(0), w_vr, nv),
+            self.agg(self.M_cv(h_cone), ei_vc.flip(0), w_vc, nv),
+            self.agg(self.M_lv(h_lin), ei_vl.flip(0), w_vl, nv),
+        ], -1))
+        return {"var": h_var, "row": h_row, "cone": h_cone, "lin": h_lin}
+
+
+def _graph_index(batch, node_type: str) -> tuple[torch.Tensor, int]:
+    """(graph id per node of ``node_type``, number of graphs) for a Batch or a single HeteroData."""
+    store = batch[node_type]
+    num_graphs = int(getattr(batch, "num_graphs", 1) or 1)
+    idx = getattr(store, "batch", None)
+    if idx is None:
+        idx = torch.zeros(store.x.size(0), dtype=torch.long, device=store.x.device)
+    return idx, num_graphs
+
+
+def _graph_sum(h: torch.Tensor, idx: torch.Tensor, num_graphs: int) -> torch.Tensor:
+    out = h.new_zeros(num_graphs, h.size(1))
+    return out.index_add_(0, idx, h)
+
+
+class _Scaled(nn.Module):
+    """Holds the target scaling buffers shared by both models."""
+
+    def __init__(self, task: str):
+        super().__init__()
+        self.task = _check_task(task)
+        self.register_buffer("y_mean", torch.zeros(()))
+        self.register_buffer("y_std", torch.ones(()))
+
+    def unscale(self, z: torch.Tensor) -> torch.Tensor:
+        return z if self.task == "feasibility" else z * self.y_std + self.y_mean
+
+
+class SOCPGNN(_Scaled):
+    """Message-passing GNN on the SOCP graph; any instance size; equivariant to the instance's permutations.
+
+    Args:
+        hidden: width H of every embedding and MLP.
+        layers: number of message-passing rounds L.
+        task: 'feasibility' | 'objective' | 'solution'.
+        membership: keep the row→cone membership messages (False = the cone-blind ablation).
+    """
+
+    def __init__(self, hidden: int = 64, layers: int = 4, task: str = "feasibility", membership: bool = True):
+        super().__init__(task)
+        if hidden < 1 or layers < 1:
+            raise ValueError(f"hidden, layers: expected positive integers, got {hidden}, {layers}")
+        self.config = dict(hidden=hidden, layers=layers, task=task, membership=membership)
+        self.embed = nn.ModuleDict({t: mlp(d, hidden) for t, d in NODE_DIMS.items()})
+        self.layers = nn.ModuleList(SOCPLayer(hidden, membership) for _ in range(layers))
+        self.readout = mlp(4 * hidden, hidden, 1) if task != "solution" else mlp(3 * hidden, hidden, 1)
+
+    def forward(self, batch) -> torch.Tensor:
+        h = {t: self.embed[t](batch[t].x) for t in NODE_DIMS}
+        edges = {et: (batch[et].edge_index, batch[et].edge_weight) for et in EDGE_TYPES}
+        for layer in self.layers:
+            h = layer(h, edges)
+        sums = {}
+        for t in NODE_DIMS:
+            idx, B = _graph_index(batch, t)
+            sums[t] = _graph_sum(h[t], idx, B)
+        if self.task == "solution":
+            idx, _ = _graph_index(batch, "var")
+            z = self.readout(torch.cat([h["var"], sums["var"][idx], sums["cone"][idx]], -1)).squeeze(-1)
+        else:
+            z = self.readout(torch.cat([sums[t] for t in NODE_DIMS], -1)).squeeze(-1)
+        return self.unscale(z)
+
+
+class FlatMLP(_Scaled):
+    """Fully connected baseline on the flattened instance of one fixed size ``(n, cone_dims, q)``.
+
+    Input: ``[var features (n·5), A (K·n), b (K), f (m·n), g (m), E (q·n), lin features (q·4)]`` with
+    ``K = Σ k_i``, read densely from the graph. Refuses instances of any other size.
+    """
+
+    def __init__(self, n: int, cone_dims, q: int = 0, hidden=(512, 512, 512), task: str = "feasibility"):
+        super().__init__(task)
+        cone_dims = [int(k) for k in cone_dims]
+        if n < 1 or not cone_dims or min(cone_dims) < 1 or q < 0:
+            raise ValueError(f"n, cone_dims, q: expected n >= 1, non-empty positive cone_dims, q >= 0; "
+                             f"got {n}, {cone_dims}, {q}")
+        self.n, self.cone_dims, self.q = n, cone_dims, q
+        self.config = dict(n=n, cone_dims=cone_dims, q=q, hidden=tuple(hidden), task=task)
+        K, m = sum(cone_dims), len(cone_dims)
+        d_in = 5 * n + K * n + K + m * n + m + q * n + 4 * q
+        dims = [d_in, *hidden]
+        mods = []
+        for a, b in zip(dims[:-1], dims[1:]):
+            mods += [nn.Linear(a, b), nn.ReLU()]
+        mods.append(nn.Linear(dims[-1], n if task == "solution" else 1))
+        self.net = nn.Sequential(*mods)
+
+    def flatten(self, batch) -> torch.Tensor:
+        """The (B, d_in) input matrix of a batch; raises ValueError if an instance has other sizes."""
+        B = int(getattr(batch, "num_graphs", 1) or 1)
+        n, K, m, q = self.n, sum(self.cone_dims), len(self.cone_dims), self.q
+        sizes = {"var": n, "row": K, "cone": m, "lin": q}
+        for t, size in sizes.items():
+            if batch[t].x.size(0) != B * size:
+                raise ValueError(f"batch: FlatMLP was built for {size} {t} nodes per instance, got "
+                                 f"{batch[t].x.size(0)} over {B} instances (the GNN accepts any size)")
+        x = batch["var"].x
+        cone_idx = batch[RC].edge_index[1] % m
+        expected = torch.repeat_interleave(torch.arange(m, device=x.device),
+                                           torch.tensor(self.cone_dims, device=x.device)).repeat(B)
+        if not torch.equal(cone_idx, expected):
+            raise ValueError(f"batch: FlatMLP was built for cone sizes {self.cone_dims}; an instance differs")
+
+        def dense(et, rows):
+            ei, w = batch[et].edge_index, batch[et].edge_weight
+            M = x.new_zeros(B, rows, n)
+            g_of = ei[0] // n
+            M[g_of, ei[1] % max(rows, 1), ei[0] % n] = w
+            return M.reshape(B, -1)
+
+        parts = [x.reshape(B, -1), dense(VR, K), batch["row"].x.reshape(B, -1), dense(VC, m),
+                 batch["cone"].x[:, 0].reshape(B, -1)]
+        if q:
+            parts += [dense(VL, q), batch["lin"].x.reshape(B, -1)]
+        return torch.cat(parts, -1)
+
+    def forward(self, batch) -> torch.Tensor:
+        z = self.net(self.flatten(batch))
+        return self.unscale(z.reshape(-1))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def build_model(kind: str, task: str, hidden=None, layers: int = 4, example=None) -> nn.Module:
+    """``'gnn'``, ``'gnn-coneblind'`` or ``'mlp'`` (sized from ``example``, an ``SOCP``)."""
+    if kind in ("gnn", "gnn-coneblind"):
+        return SOCPGNN(hidden=hidden or 64, layers=layers, task=task, membership=kind == "gnn")
+    if kind == "mlp":
+        if example is None:
+            raise ValueError("example: the MLP needs an example instance to fix its input size")
+        return FlatMLP(example.n, example.cone_dims, example.q, hidden=hidden or (512, 512, 512), task=task)
+    raise ValueError(f"kind: expected 'gnn', 'gnn-coneblind' or 'mlp', got {kind!r}")

@@ -1,0 +1,187 @@
+"""Training (Adam, cosine decay, gradient clipping) and evaluation of the GNN and the MLP baseline."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch_geometric.data import Batch
+
+from .graph import to_heterodata
+from .problem import SOCP
+
+
+@dataclass
+class History:
+    """What ``fit`` recorded: training loss per epoch, validation metric every ``log_every`` epochs."""
+
+    loss: list[float] = field(default_factory=list)
+    val: list[tuple[int, float]] = field(default_factory=list)
+    seconds: float = 0.0
+    best_epoch: int | None = None
+
+
+def _check_items(items, name: str):
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ValueError(f"{name}: expected a non-empty list of (SOCP, label) pairs, got {type(items).__name__}")
+    if not all(isinstance(it, (list, tuple)) and len(it) == 2 and isinstance(it[0], SOCP) for it in items):
+        raise TypeError(f"{name}: every item must be an (SOCP, label) pair")
+
+
+def graphs(items, task: str, dtype: torch.dtype = torch.float32) -> list:
+    """One ``HeteroData`` per ``(SOCP, label)`` with the label attached: ``y`` (graph) or ``var.y`` (solution)."""
+    out = []
+    for P, label in items:
+        d = to_heterodata(P, dtype=dtype)
+        if task == "solution":
+            y = np.asarray(label, float)
+            if y.shape != (P.n,):
+                raise ValueError(f"label: expected a solution of shape ({P.n},), got {y.shape}")
+            d["var"].y = torch.as_tensor(y, dtype=dtype)
+        else:
+            d.y = torch.as_tensor([float(label)], dtype=dtype)
+        out.append(d)
+    return out
+
+
+def _targets(batch, task: str) -> torch.Tensor:
+    return batch["var"].y if task == "solution" else batch.y
+
+
+def make_batches(data_list, batch_size: int, device, order=None) -> list:
+    """Collates graphs into PyG ``Batch``es of ``batch_size`` (in ``order``), moved to ``device``."""
+    order = list(range(len(data_list)) if order is None else order)
+    return [Batch.from_data_list([data_list[i] for i in order[s:s + batch_size]]).to(device)
+            for s in range(0, len(order), batch_size)]
+
+
+def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size: int = 64, seed: int = 0,
+        device="cpu", weight_decay: float = 0.0, clip: float = 1.0, lr_min: float = 1e-5, log_every: int = 25,
+        restore_best: bool = True, callback=None) -> History:
+    """Trains ``model`` on ``train`` (list of ``(SOCP, label)``); returns its ``History``.
+
+    Adam with cosine decay from ``lr`` to ``lr_min`` per step, gradient-norm clip ``clip``; loss: BCE with
+    logits (feasibility) or MSE on standardised targets (objective, solution; the scale is a single scalar
+    for the solution so equivariance is kept). With ``val``, the validation metric of ``evaluate`` is logged
+    every ``log_every`` epochs and, if ``restore_best``, the best state is restored at the end (early stopping).
+    ``callback(epoch, val_metric)`` is called at each log.
+    """
+    _check_items(train, "train")
+    if val is not None:
+        _check_items(val, "val")
+    for name, v in (("epochs", epochs), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+    if not lr > 0:
+        raise ValueError(f"lr: expected a positive number, got {lr}")
+    task = model.task
+    device = torch.device(device)
+    dtype = next(model.parameters()).dtype
+    data = graphs(train, task, dtype)
+    if task != "feasibility":
+        ys = torch.cat([_targets(d, task).reshape(-1) for d in data])
+        model.y_mean.fill_(0.0 if task == "solution" else float(ys.mean()))
+        model.y_std.fill_(float(ys.std()) if float(ys.std()) > 0 else 1.0)
+    model.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    steps = epochs * math.ceil(len(data) / batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * min(s, steps) / steps))) / lr)
+    gen = torch.Generator().manual_seed(seed)
+    # collating PyG batches costs about as much as a step on these small graphs: draw N_SHUFFLES random
+    # partitions into batches once and cycle through them (batch order still reshuffled every epoch)
+    partitions = [make_batches(data, batch_size, device, torch.randperm(len(data), generator=gen).tolist())
+                  for _ in range(min(epochs, N_SHUFFLES))]
+    hist, best, start = History(), None, time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        model.train()
+        total, count = 0.0, 0
+        part = partitions[(epoch - 1) % len(partitions)]
+        for b in torch.randperm(len(part), generator=gen).tolist():
+            batch = part[b]
+            out, y = model(batch), _targets(batch, task)
+            if task == "feasibility":
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y)
+            else:
+                loss = torch.mean(((out - y) / model.y_std) ** 2)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            sched.step()
+            total += loss.item() * y.numel()
+            count += y.numel()
+        hist.loss.append(total / count)
+        if val is not None and (epoch % log_every == 0 or epoch == epochs):
+            metric = evaluate(model, val, device=device)[_HEADLINE[task]]
+            hist.val.append((epoch, metric))
+            if callback is not None:
+                callback(epoch, metric)
+            if best is None or metric < best[0]:
+                best = (metric, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
+    if best is not None and restore_best:
+        model.load_state_dict(best[2])
+        hist.best_epoch = best[1]
+    hist.seconds = time.perf_counter() - start
+    return hist
+
+
+N_SHUFFLES = 8
+_HEADLINE = {"feasibility": "error_rate", "objective": "rel_mse", "solution": "rel_mse"}
+
+
+@torch.no_grad()
+def predict(model, items, device="cpu", batch_size: int = 512) -> list:
+    """Predictions per instance: feasibility probability, optimal value, or an (n,) solution array."""
+    model.eval()
+    model.to(device)
+    dtype = next(model.parameters()).dtype
+    data = [to_heterodata(P, dtype=dtype) for P, *_ in items]
+    out = []
+    for batch in make_batches(data, batch_size, device):
+        z = model(batch)
+        if model.task == "solution":
+            sizes = (batch["var"].ptr[1:] - batch["var"].ptr[:-1]).tolist()
+            out += [v.cpu().numpy().astype(float) for v in torch.split(z, sizes)]
+        elif model.task == "feasibility":
+            out += torch.sigmoid(z).cpu().numpy().astype(float).tolist()
+        else:
+            out += z.cpu().numpy().astype(float).tolist()
+    return out
+
+
+def evaluate(model, test, task: str | None = None, device="cpu") -> dict[str, float]:
+    """Test metrics of ``model`` on ``test`` (list of ``(SOCP, label)``).
+
+    feasibility: ``error_rate`` (threshold 0.5). objective: ``rel_mse`` = Σ(ŷ−y)²/Σ(y−ȳ)², ``mae``.
+    solution: ``rel_mse`` = Σ‖x̂−x*‖²/Σ‖x*−mean(x*)‖², ``objective_gap`` = mean |cᵀx̂−cᵀx*|/(1+|cᵀx*|),
+    ``cone_violation_mean``/``cone_violation_max`` of x̂. Always ``inference_ms`` per instance (batched).
+    """
+    _check_items(test, "test")
+    task = task or model.task
+    if task != model.task:
+        raise ValueError(f"task: the model was built for {model.task!r}, got {task!r}")
+    start = time.perf_counter()
+    pred = predict(model, test, device=device)
+    ms = 1e3 * (time.perf_counter() - start) / len(test)
+    if task == "feasibility":
+        y = np.array([float(lab) for _, lab in test])
+        return {"error_rate": float(np.mean((np.array(pred) > 0.5) != (y > 0.5))), "inference_ms": ms}
+    if task == "objective":
+        y, p = np.array([float(lab) for _, lab in test]), np.array(pred)
+        return {"rel_mse": float(np.sum((p - y) ** 2) / np.sum((y - y.mean()) ** 2)),
+                "mae": float(np.mean(np.abs(p - y))), "inference_ms": ms}
+    X = [np.asarray(lab, float) for _, lab in test]
+    mean = np.mean(X, axis=0) if len({x.shape for x in X}) == 1 else None
+    num = sum(float(np.sum((p - x) ** 2)) for p, x in zip(pred, X))
+    den = sum(float(np.sum((x - (mean if mean is not None else x.mean())) ** 2)) for x in X)
+    gaps, viol = [], []
+    for (P, x), p in zip(test, pred):
+        obj = float(P.c @ x)
+        gaps.append(abs(float(P.c @ p) - obj) / (1 + abs(obj)))
+        viol.append(P.residuals(p)["cone_max"])
+    return {"rel_mse": num / max(den, 1e-300), "objective_gap": float(np.mean(gaps)),
+            "cone_violation_mean": float(np.mean(viol)), "cone_violation_max": float(np.max(viol)),
+            "inference_ms": ms}
