@@ -1,0 +1,147 @@
+"""``iclr26-vit-token``: parameter table, pretraining, linear probes, LayerNorm analysis, and the benchmark."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from collections.abc import Sequence
+
+import torch
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.device import resolve_device
+from iclr26_shared.seeding import seed_everything
+
+from .analysis import token_cosine_stats
+from .bench import ABLATIONS, BENCHMARK
+from .data import shapes_seg_splits
+from .model import BASE, SEPNORM, SpecViT, count_flops, vit_base_config, vit_cpu_config, vit_small_config
+from .pretrain import OBJECTIVES, pretrain
+from .probe import linear_probe_cls, linear_probe_seg
+
+PRESETS = {"vit-b": vit_base_config, "vit-s": vit_small_config, "cpu": vit_cpu_config}
+VARIANTS = {"base": BASE, "spec": {}, "sepnorm": SEPNORM, "norm_only": {"spec_qkv_blocks": "none"},
+            "qkv_only": {"spec_norm_blocks": "none"}}
+
+
+def cmd_params(args) -> int:
+    arch = PRESETS[args.preset]()
+    print(f"preset {args.preset}: {arch}")
+    print(f"{'variant':<10} {'base':>12} {'extra':>10} {'ratio':>8}")
+    for name, spec in VARIANTS.items():
+        over = SpecViT(**arch, **spec).param_overhead()
+        print(f"{name:<10} {over['base']:>12,} {over['extra']:>10,} {over['ratio']:>8.2%}")
+    if args.preset == "cpu":
+        base, spec = SpecViT(**arch, **BASE), SpecViT(**arch)
+        print(f"FLOPs per image: base {count_flops(base):,}, spec {count_flops(spec):,}")
+    return 0
+
+
+def _load(path: str, device: torch.device) -> SpecViT:
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = SpecViT(**ckpt["arch"], **ckpt["spec"])
+    model.load_state_dict(ckpt["state_dict"])
+    return model.to(device).eval()
+
+
+def cmd_pretrain(args) -> int:
+    out = pathlib.Path(args.out)
+    if out.exists() and not args.force:
+        raise SystemExit(f"{out} exists; pass --force to overwrite it")
+    device = resolve_device(args.device)
+    seed_everything(args.seed)
+    data = shapes_seg_splits({"pretrain": args.n_images}, seed=args.seed)["pretrain"]
+    base = SpecViT(**vit_cpu_config(), **BASE)
+    model = SpecViT.from_base(base, **VARIANTS[args.variant]).to(device)
+
+    def log(step: int, parts: dict[str, float]) -> None:
+        if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
+            print(f"step {step + 1:>5}/{args.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in parts.items()))
+
+    pretrain(model, data, steps=args.steps, objective=args.objective, batch_size=args.batch_size, lr=args.lr,
+             seed=args.seed, callback=None if args.quiet else log)
+    ckpt = {"arch": model.arch, "spec": model.spec, "state_dict": model.state_dict(), "variant": args.variant,
+            "objective": args.objective, "steps": args.steps, "seed": args.seed}
+    with atomic_path(out) as tmp:
+        torch.save(ckpt, tmp)
+    print(f"checkpoint -> {out}")
+    return 0
+
+
+def cmd_probe(args) -> int:
+    device = resolve_device(args.device)
+    seed_everything(args.seed)
+    model = _load(args.ckpt, device)
+    data = shapes_seg_splits({"probe_train": args.n_train, "probe_test": args.n_test}, seed=args.seed)
+    acc = linear_probe_cls(model, data["probe_train"], data["probe_test"], seed=args.seed)
+    seg = linear_probe_seg(model, data["probe_train"], data["probe_test"], epochs=args.epochs, seed=args.seed)
+    print(f"CLS linear probe accuracy {acc:.4f}; patch linear probe mIoU {seg['miou']:.4f}, "
+          f"pixel accuracy {seg['pixel_acc']:.4f}")
+    path = write_json_atomic(pathlib.Path(args.out) / "probe.json", {"ckpt": args.ckpt, "cls_acc": acc, **seg})
+    print(f"  -> {path}")
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    device = resolve_device(args.device)
+    model = _load(args.ckpt, device)
+    images = shapes_seg_splits({"probe_test": args.n_images}, seed=args.seed)["probe_test"].images
+    stats = token_cosine_stats(model, images, args.block)
+    print(f"block {args.block} pre-attention LayerNorm (mean cosine over {args.n_images} images):")
+    print(f"  [CLS]-patch   pre {stats['cls_patch_pre']:+.4f}  post {stats['cls_patch_post']:+.4f}")
+    print(f"  patch-patch   pre {stats['patch_patch_pre']:+.4f}  post {stats['patch_patch_post']:+.4f}")
+    print(json.dumps(stats))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="iclr26-vit-token", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("params", help="parameter overhead of each specialisation variant")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    p.set_defaults(handler=cmd_params)
+
+    p = sub.add_parser("pretrain", parents=[common_options()], help="pretrain a CPU-preset model on ShapesSeg",
+                       conflict_handler="resolve")
+    p.add_argument("--out", default="vit-token.pt", help="checkpoint file (default: vit-token.pt)")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="spec")
+    p.add_argument("--objective", choices=OBJECTIVES, default="cls+masked_patch")
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--n-images", type=int, default=8000)
+    p.add_argument("--log-every", type=int, default=100)
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+    p.set_defaults(handler=cmd_pretrain)
+
+    p = sub.add_parser("probe", parents=[common_options()],
+                       help="linear probes ([CLS] accuracy, patch mIoU) of a checkpoint")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--n-train", type=int, default=2000)
+    p.add_argument("--n-test", type=int, default=1000)
+    p.add_argument("--epochs", type=int, default=30)
+    p.set_defaults(handler=cmd_probe)
+
+    p = sub.add_parser("analyze", parents=[common_options()],
+                       help="cosine similarities around a block's pre-attention LN")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--block", type=int, default=2)
+    p.add_argument("--n-images", type=int, default=1000)
+    p.set_defaults(handler=cmd_analyze)
+
+    add_bench_command(sub, [BENCHMARK, ABLATIONS])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; ``benchmark`` is accepted as an alias of ``bench``."""
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    if argv and argv[0] == "benchmark":
+        argv[0] = "bench"
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""Pretraining with a global and a dense term (a small DINOv2 analogue), and image preprocessing.
+
+Objective ``"cls+masked_patch"``: 40 % of the patch tokens are replaced by a learned mask token; a
+linear head on the final [CLS] is trained with cross-entropy on the 8-way global label and a linear
+head on the final patch tokens predicts the per-patch-normalised pixels of the masked patches (MSE,
+weight 1). Objective ``"cls"`` keeps only the [CLS] term (the no-dense-loss ablation). The mask token
+and both heads live in ``PretrainHeads``, outside the backbone. No dense labels are used.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .data import N_GLOBAL_CLASSES, ShapesSeg
+from .model import SpecViT
+
+OBJECTIVES = ("cls+masked_patch", "cls")
+PIXEL_MEAN, PIXEL_STD = 0.5, 0.25
+
+
+def to_tensor(images: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """uint8 ``(n, H, W, 3)`` -> normalised float ``(n, 3, H, W)`` on ``device`` (copied; input may be read-only)."""
+    x = torch.as_tensor(np.array(images, dtype=np.uint8), device=device).permute(0, 3, 1, 2).float()
+    return (x / 255.0 - PIXEL_MEAN) / PIXEL_STD
+
+
+def patch_pixels(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """``(B, C, H, W)`` -> ``(B, P, C * p * p)``, patches in raster order (the order of the patch tokens)."""
+    B, C, H, W = images.shape
+    p = patch_size
+    x = images.reshape(B, C, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)
+    return x.reshape(B, (H // p) * (W // p), C * p * p)
+
+
+def random_patch_mask(batch: int, n_patches: int, ratio: float, generator: torch.Generator,
+                      device: torch.device | str = "cpu") -> torch.Tensor:
+    """Boolean ``(batch, n_patches)`` with exactly ``round(ratio * n_patches)`` True per row, uniformly placed."""
+    n_mask = int(round(ratio * n_patches))
+    order = torch.rand(batch, n_patches, generator=generator).argsort(dim=1)
+    return (order < n_mask).to(device)
+
+
+class PretrainHeads(nn.Module):
+    """Mask token ``(D,)``, [CLS] classifier ``D -> n_classes`` and pixel head ``D -> C * p * p``."""
+
+    def __init__(self, dim: int, n_classes: int, pixels_per_patch: int):
+        super().__init__()
+        self.mask_token = nn.Parameter(torch.zeros(dim))
+        nn.init.normal_(self.mask_token, std=0.02)
+        self.cls_head = nn.Linear(dim, n_classes)
+        self.pixel_head = nn.Linear(dim, pixels_per_patch)
+
+
+def pretrain_loss(model: SpecViT, heads: PretrainHeads, images: torch.Tensor, labels: torch.Tensor,
+                  mask: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
+    """The objective on one batch: ``CE(cls_head(z_cls), y) + MSE(pixel_head(z_patch), normalised pixels)``
+    over masked patches; with ``mask=None`` only the CE term. Returns the loss and its parts."""
+    feats = model.forward_features(images, mask=mask, mask_token=heads.mask_token if mask is not None else None)
+    ce = F.cross_entropy(heads.cls_head(feats["cls"]), labels)
+    parts = {"ce": float(ce.detach())}
+    if mask is None:
+        return ce, parts
+    target = patch_pixels(images, model.patch_size)
+    target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
+    pred = heads.pixel_head(feats["patches"])
+    mse = ((pred - target) ** 2).mean(-1)[mask].mean()
+    parts["mse"] = float(mse.detach())
+    return ce + mse, parts
+
+
+def warmup_cosine(step: int, total: int, warmup_frac: float = 0.05) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup_frac`` of ``total`` steps, then cosine to 0."""
+    warm = max(1, int(round(warmup_frac * total)))
+    if step < warm:
+        return (step + 1) / warm
+    return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+
+
+@dataclass
+class PretrainResult:
+    """What ``pretrain`` returns: the trained ``model`` and ``heads`` and the loss ``history`` (one dict per step)."""
+
+    model: SpecViT
+    heads: PretrainHeads
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "cls+masked_patch",
+             mask_ratio: float = 0.4, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
+             weight_decay: float = 0.05, heads: PretrainHeads | None = None,
+             callback: Callable[[int, dict[str, float]], None] | None = None) -> PretrainResult:
+    """Trains ``model`` in place with AdamW and a warm-up + cosine schedule on ``dataset``.
+
+    Batches, flips and masks are drawn from a ``torch.Generator`` seeded with ``seed`` only, so two models
+    trained with the same seed see identical data. Weight decay applies to matrices only (not to norms,
+    biases, tokens or position embeddings). Runs on the device of ``model``.
+
+    Args:
+        model: the backbone; ``dataset``: ShapesSeg with global labels; ``steps``, ``batch_size``: schedule.
+        objective: ``"cls+masked_patch"`` or ``"cls"``.
+        heads: pretraining heads to continue from (a fresh set when None).
+        callback: called as ``callback(step, losses)`` after every step.
+
+    Raises:
+        ValueError: unknown objective, non-positive steps/batch size, ``mask_ratio`` outside (0, 1).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}")
+    for name, value in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if not 0.0 < mask_ratio < 1.0:
+        raise ValueError(f"mask_ratio: expected a value in (0, 1), got {mask_ratio}")
+    device = next(model.parameters()).device
+    c, p = model.patch_embed.proj.in_channels, model.patch_size
+    if heads is None:
+        heads = PretrainHeads(model.dim, N_GLOBAL_CLASSES, c * p * p)
+    heads = heads.to(device)
+    params = list(model.parameters()) + list(heads.parameters())
+    decay = [q for q in params if q.dim() >= 2 and q.shape[0] != 1]
+    no_decay = [q for q in params if not (q.dim() >= 2 and q.shape[0] != 1)]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, steps))
+    gen = torch.Generator().manual_seed(seed)
+    images = to_tensor(dataset.images, device)
+    labels = torch.as_tensor(dataset.labels, device=device)
+    n = len(dataset)
+    n_patches = (images.shape[-2] // p) * (images.shape[-1] // p)
+    model.train()
+    history: list[dict[str, float]] = []
+    for step in range(steps):
+        idx = torch.randint(0, n, (batch_size,), generator=gen).to(device)
+        flip = (torch.rand(batch_size, generator=gen) < 0.5).to(device)
+        x = images[idx]
+        x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+        mask = (random_patch_mask(batch_size, n_patches, mask_ratio, gen, device)
+                if objective == "cls+masked_patch" else None)
+        loss, parts = pretrain_loss(model, heads, x, labels[idx], mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        parts["loss"] = float(loss.detach())
+        history.append(parts)
+        if callback is not None:
+            callback(step, parts)
+    model.eval()
+    return PretrainResult(model=model, heads=heads, history=history)

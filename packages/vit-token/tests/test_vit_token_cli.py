@@ -1,0 +1,57 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+from iclr26_vit_token import SpecViT, ln_dimension_specialisation, make_shapes_seg, pretrain, token_cosine_stats
+from iclr26_vit_token.cli import main
+
+
+def test_params_table(capsys):
+    assert main(["params", "--preset", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "25,728" in out and "307,392" in out and "8.37%" in out
+
+
+def test_pretrain_probe_analyze_round_trip(tmp_path, capsys):
+    ckpt = tmp_path / "ckpt.pt"
+    args = ["pretrain", "--variant", "spec", "--steps", "3", "--batch-size", "8", "--n-images", "32",
+            "--log-every", "1", "--out", str(ckpt), "--device", "cpu"]
+    assert main(args) == 0
+    assert "step     3/3" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--force"):
+        main(args)
+    assert main(["probe", "--ckpt", str(ckpt), "--n-train", "40", "--n-test", "16", "--epochs", "1",
+                 "--out", str(tmp_path), "--device", "cpu"]) == 0
+    result = json.loads((tmp_path / "probe.json").read_text())
+    assert 0 <= result["cls_acc"] <= 1 and 0 <= result["miou"] <= 1
+    assert main(["analyze", "--ckpt", str(ckpt), "--block", "3", "--n-images", "8", "--device", "cpu"]) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(stats) == {"cls_patch_pre", "cls_patch_post", "patch_patch_pre", "patch_patch_post"}
+
+
+def test_cosine_stats_against_a_direct_computation():
+    torch.manual_seed(0)
+    model = SpecViT().eval()
+    data = make_shapes_seg(4, seed=1)
+    stats = token_cosine_stats(model, data.images, 1)
+    from iclr26_vit_token.pretrain import to_tensor
+
+    with torch.no_grad():
+        t = model.prepare_tokens(to_tensor(data.images))
+        t = model.blocks[0](t)
+        post = model.blocks[1].norm1(t)
+    cos = torch.nn.functional.cosine_similarity(post[:, :1], post[:, 1:], dim=-1).mean()
+    assert stats["cls_patch_post"] == pytest.approx(float(cos), abs=1e-5)
+    s = ln_dimension_specialisation(model, data.images, 1)
+    assert s.shape == (64,) and np.all(np.abs(s) <= 1)
+    with pytest.raises(ValueError, match="block"):
+        token_cosine_stats(model, data.images, 6)
+
+
+def test_pretrain_bad_input():
+    data = make_shapes_seg(8)
+    with pytest.raises(ValueError, match="objective"):
+        pretrain(SpecViT(), data, steps=1, objective="dino")
+    with pytest.raises(ValueError, match="steps"):
+        pretrain(SpecViT(), data, steps=0)
