@@ -1,0 +1,292 @@
+"""The registered reproduction ``stod``: GTC of direct vs rate encoding, STOD's mechanism, robustness.
+
+CPU scales train ``SpikingConvNet`` on the embedded ``digits`` (T = 4, Adam 1e-3, batch 64) with direct,
+rate (STE) and STOD encoders (p = 4, Householder init, λ_O = 0.05, Riemannian SGD η = 0.01), in
+parallel single-thread processes, then evaluate clean / FGSM / PGD-7 accuracy, GTC (input and first
+layer), the STOD kernels' orthogonality and GOR, with the one STOD model evaluated twice (kernels
+removed, kernels kept). ``full`` adds a second seed, rate encoding, FGSM adversarial training, two
+radii, the gradient-masking checks and a transfer attack. ``paper`` is the GPU configuration: CIFAR-10
+from a local folder, ``SpikingVGG11``, p = 8, ε = 8/255, 200 epochs.
+"""
+from __future__ import annotations
+
+import pathlib
+import statistics
+from dataclasses import dataclass
+
+import torch
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.seeding import seed_everything
+from joblib import Parallel, delayed
+from sklearn.model_selection import train_test_split
+
+from .attacks import accuracy, pgd, robust_accuracy
+from .data import CIFAR_MEAN, CIFAR_STD, TensorBatches, load_images
+from .encoding import DirectEncoder, RateEncoder, gor_loss
+from .gtc import gradient_temporal_collinearity
+from .models import EncodedSNN, build_model
+from .train import fit
+
+PAPER = "Breaking Gradient Temporal Collinearity for Robust Spiking Neural Networks"
+PACKAGE = "iclr26-stod"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One scale of the benchmark."""
+
+    dataset: str
+    arch: str
+    T: int
+    patch: int
+    epochs: int
+    batch_size: int
+    test_fraction: float  # stratified share of the test set that is evaluated
+    n_seeds: int  # plain trainings use seeds seed, seed+1, ...
+    encodings: tuple[str, ...]
+    adversarial: bool  # FGSM-AT trainings (seed only)
+    eps: tuple[float, ...]
+    eps_train: float
+    full_checks: bool  # gradient masking, transfer attack, criterion 3 as a claim
+    rate_draws: int
+    gtc_images: int  # images used for GTC (the first ones of the evaluated set)
+    n_jobs: int
+
+
+CONFIGS = {
+    "smoke": Config("bars", "convnet", 2, 4, 1, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1, 64, 1),
+    "quick": Config("digits", "convnet", 4, 4, 5, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1,
+                    540, 2),
+    "full": Config("digits", "convnet", 4, 4, 15, 64, 1.0, 2, ("direct", "rate", "stod"), True, (0.05, 0.1), 0.1,
+                   True, 5, 540, 2),
+    "paper": Config("cifar10", "vgg11", 4, 8, 200, 128, 1.0, 1, ("direct", "rate", "stod"), True, (8 / 255,),
+                    8 / 255, True, 5, 512, 1),
+}
+CLEAN_FLOORS = {"quick": {"direct": 0.90, "stod_removed": 0.85, "stod_kept": 0.90},
+                "full": {"direct": 0.95, "rate": 0.90, "stod_removed": 0.93, "stod_kept": 0.95}}
+
+
+def _data(cfg: Config, seed: int):
+    data = load_images(cfg.dataset, seed=seed)
+    x, y = data.x_test, data.y_test
+    if cfg.test_fraction < 1.0:
+        keep, _ = train_test_split(torch.arange(len(y)).numpy(), train_size=cfg.test_fraction, stratify=y.numpy(),
+                                   random_state=0)
+        keep = torch.as_tensor(sorted(keep))
+        x, y = x[keep], y[keep]
+    return data, x, y
+
+
+def _model(cfg: Config, encoding: str, data) -> EncodedSNN:
+    C, H, _ = data.shape
+    normalize = (CIFAR_MEAN[cfg.dataset], CIFAR_STD[cfg.dataset]) if cfg.dataset in CIFAR_MEAN else None
+    return build_model(encoding, T=cfg.T, arch=cfg.arch, in_channels=C, num_classes=data.n_classes, image_size=H,
+                       patch_size=cfg.patch, lambda_gor=0.05, normalize=normalize)
+
+
+def _train_job(cfg: Config, encoding: str, seed: int, adversarial: bool, device: str) -> dict:
+    """One training (runs in a worker process on CPU): returns the state dict, history and GOR at init."""
+    if device == "cpu":
+        torch.set_num_threads(1)
+    seed_everything(seed)
+    data, x_eval, _ = _data(cfg, seed)
+    model = _model(cfg, encoding, data)
+    gor_init = None
+    if encoding == "stod":
+        with torch.no_grad():
+            gor_init = float(gor_loss(model.encoder.pfd(x_eval[: cfg.gtc_images])))
+    loader = TensorBatches(data.x_train, data.y_train, cfg.batch_size, shuffle=True, seed=seed, device=device)
+    history = fit(model, loader, epochs=cfg.epochs, adv_train="fgsm" if adversarial else None,
+                  eps_train=cfg.eps_train if adversarial else None, device=device, seed=seed)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return {"encoding": encoding, "seed": seed, "at": adversarial, "state": state, "history": history.to_dict(),
+            "gor_init": gor_init}
+
+
+def _variants(job: dict) -> list[tuple[str, bool | None]]:
+    """(method name, keep_kernels) for every evaluated deployment of a trained model."""
+    if job["encoding"] == "stod":
+        return [("stod_removed", False), ("stod_kept", True)]
+    return [(job["encoding"], None)]
+
+
+def _evaluate(model: EncodedSNN, name: str, x, y, cfg: Config, device: str) -> dict[str, float]:
+    """Clean/FGSM/PGD-7 accuracy (mean over draws for rate), GTC input and first layer on the deployed path."""
+    draws = cfg.rate_draws if name == "rate" else 1
+    loader = TensorBatches(x, y, 512, device=device)
+    out = {"clean": robust_accuracy(model, loader, "clean", draws=draws)}
+    for eps in cfg.eps:
+        out[f"fgsm@{eps:.4g}"] = robust_accuracy(model, loader, "fgsm", draws=draws, eps=eps)
+        out[f"pgd7@{eps:.4g}"] = robust_accuracy(model, loader, "pgd", draws=draws, eps=eps, steps=7)
+    xg, yg = x[: cfg.gtc_images].to(device), y[: cfg.gtc_images].to(device)
+    model.eval()
+    for wrt in ("input", "first_layer"):
+        out[f"gtc_{wrt}"] = statistics.fmean(gradient_temporal_collinearity(model, xg, yg, wrt=wrt)
+                                             for _ in range(draws))
+    return out
+
+
+def _mean(rows: list[dict], method: str, key: str, at: bool = False) -> float:
+    vals = [r[key] for r in rows if r["method"] == method and r["at"] == at]
+    return statistics.fmean(vals) if vals else float("nan")
+
+
+def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
+    """The benchmark function registered as ``stod`` (see the module docstring)."""
+    cfg = CONFIGS[check_scale(scale)]
+    if device == "cpu":
+        torch.set_num_threads(2)
+    jobs_spec = [(enc, seed + k, False) for k in range(cfg.n_seeds) for enc in cfg.encodings]
+    if cfg.adversarial:
+        jobs_spec += [(enc, seed, True) for enc in cfg.encodings]
+    n_jobs = cfg.n_jobs if device == "cpu" else 1
+    jobs = Parallel(n_jobs=n_jobs)(delayed(_train_job)(cfg, e, s, a, device) for e, s, a in jobs_spec)
+    data, x, y = _data(cfg, seed)
+    x, y = x.to(device), y.to(device)
+    rows: list[dict] = []
+    models: dict[tuple[str, int, bool], EncodedSNN] = {}
+    metrics: dict[str, float] = {}
+    for job in jobs:
+        model = _model(cfg, job["encoding"], data).to(device)
+        model.load_state_dict(job["state"])
+        model.eval()
+        for name, keep in _variants(job):
+            if keep is not None:
+                model.encoder.keep_kernels = keep
+            row = {"method": name + ("+AT" if job["at"] else ""), "seed": job["seed"], "at": job["at"],
+                   **_evaluate(model, name, x, y, cfg, device)}
+            if job["encoding"] == "stod":
+                with torch.no_grad():
+                    row["gor_init"] = job["gor_init"]
+                    row["gor_end"] = float(gor_loss(model.encoder.pfd(x[: cfg.gtc_images])))
+                row["orthogonality_error"] = model.encoder.orthogonality_error()
+            row["train_acc_last_epoch"] = job["history"]["acc"][-1]
+            rows.append(row)
+        model.encoder.keep_kernels = False
+        models[(job["encoding"], job["seed"], job["at"])] = model
+    claims = _claims(scale, cfg, rows, metrics)
+    direct = models[("direct", seed, False)]
+    metrics.update(_rate_vs_direct(direct, x, y, cfg))
+    claims += _criterion3(scale, metrics)
+    if cfg.full_checks:
+        claims += _masking_checks(cfg, models, rows, x, y, seed, metrics, device)
+    for r in rows:
+        r["method"] = f"{r['method']}/seed{r['seed']}"
+    return Result(metrics=metrics, rows=rows, claims=claims)
+
+
+def _rate_vs_direct(direct: EncodedSNN, x, y, cfg: Config) -> dict[str, float]:
+    """Criterion 3: the trained direct network fed 0.25 + 0.5·x with T = 8 by a direct and a rate encoder."""
+    xs, ys = 0.25 + 0.5 * x[: cfg.gtc_images], y[: cfg.gtc_images]
+    as_direct = EncodedSNN(DirectEncoder(8), direct.backbone).to(x.device).eval()
+    as_rate = EncodedSNN(RateEncoder(8), direct.backbone).to(x.device).eval()
+    for m in (as_direct, as_rate):
+        m.norm_mean, m.norm_std = direct.norm_mean, direct.norm_std
+    g_direct = gradient_temporal_collinearity(as_direct, xs, ys)
+    g_rate = statistics.fmean(gradient_temporal_collinearity(as_rate, xs, ys) for _ in range(5))
+    return {"gtc_T8_mid_direct": g_direct, "gtc_T8_mid_rate": g_rate}
+
+
+def _criterion3(scale: str, metrics: dict[str, float]) -> list[Claim]:
+    if scale not in ("full", "paper"):
+        return []
+    d, r = metrics["gtc_T8_mid_direct"], metrics["gtc_T8_mid_rate"]
+    return [Claim("rate_decorrelates_stochastic_input", "rate GTC 0.2-0.3 vs direct 0.8-0.9 (Fig. 1)",
+                  round(r, 4), f"GTC(rate) <= GTC(direct) - 0.10 = {d - 0.10:.4f} (T=8, pixels 0.25+0.5x)",
+                  bool(r <= d - 0.10))]
+
+
+def _claims(scale: str, cfg: Config, rows: list[dict], metrics: dict[str, float]) -> list[Claim]:
+    """Criteria 1, 2, 4, 5, 6, 8 (and the paper-scale checks) from the evaluated rows; fills ``metrics``."""
+    eps = max(cfg.eps)
+    for m, at in sorted({(r["method"], r["at"]) for r in rows}):
+        for key in ("clean", f"pgd7@{eps:.4g}", f"fgsm@{eps:.4g}", "gtc_input", "gtc_first_layer"):
+            metrics[f"{m}.{key}"] = _mean(rows, m, key, at)
+    for attack in [f"{a}@{e:.4g}" for e in cfg.eps for a in ("fgsm", "pgd7")]:
+        for at in (False, True) if cfg.adversarial else (False,):
+            suffix = "+AT" if at else ""
+            for variant in ("stod_removed", "stod_kept"):
+                metrics[f"{variant}{suffix}-direct{suffix}.{attack}"] = (
+                    _mean(rows, variant + suffix, attack, at) - _mean(rows, "direct" + suffix, attack, at))
+    stod_rows = [r for r in rows if r["method"].startswith("stod_removed")]
+    gor_init = statistics.fmean(r["gor_init"] for r in stod_rows)
+    gor_end = statistics.fmean(r["gor_end"] for r in stod_rows)
+    metrics.update({"stod.gor_init": gor_init, "stod.gor_end": gor_end})
+    claims = [
+        Claim.at_least("direct_gtc_input", "direct-encoding GTC 0.8-0.9 (Fig. 1)", metrics["direct.gtc_input"], 0.8,
+                       "GTC(direct, wrt=input)"),
+        Claim.at_least("direct_gtc_first_layer", "direct-encoding GTC 0.8-0.9 (Fig. 1)",
+                       metrics["direct.gtc_first_layer"], 0.75, "GTC(direct, wrt=first_layer)"),
+        Claim("stod_kernels_decorrelate", "STOD lowers GTC (Eq. 5 argument)", metrics["stod_kept.gtc_input"],
+              f"GTC(STOD, kernels kept) <= GTC(kernels removed) = {metrics['stod_removed.gtc_input']:.4f}",
+              bool(metrics["stod_kept.gtc_input"] <= metrics["stod_removed.gtc_input"])),
+        Claim("gor_minimised", "L_O is minimised with lambda_O = 0.05 (Eq. 9)", gor_end,
+              f"GOR at end <= 0.9 x GOR at init = {0.9 * gor_init:.4f}", bool(gor_end <= 0.9 * gor_init)),
+        Claim.at_most("kernels_orthogonal", "O[t] on the orthogonal group (Riemannian SGD)",
+                      max(r["orthogonality_error"] for r in stod_rows), 1e-4, "max_t |O^T O - I|_max"),
+    ]
+    for method, floor in CLEAN_FLOORS.get(scale, {}).items():
+        claims.append(Claim.at_least(f"clean_{method}", "clean 93.04 % (direct) vs 91.09 % (STOD) on CIFAR-10",
+                                     metrics[f"{method}.clean"], floor, f"clean accuracy of {method}"))
+    if cfg.adversarial:
+        key = f"pgd7@{eps:.4g}"
+        removed, direct = _mean(rows, "stod_removed+AT", key, True), _mean(rows, "direct+AT", key, True)
+        plain_direct = [r[key] for r in rows if r["method"] == "direct" and r["seed"] == min(x["seed"] for x in rows)]
+        if scale == "paper":
+            claims.append(Claim.at_least("stod_at_beats_direct_at", "PGD 43.54 % (STOD+AT) vs 14.07 % (SNN+AT)",
+                                         removed - direct, 0.10, f"PGD-7@{eps:.4g}: STOD removed+AT - direct+AT"))
+            claims.append(Claim.at_least("stod_clean_cost", "clean 91.09 % vs 93.04 %",
+                                         metrics["stod_removed.clean"] - metrics["direct.clean"], -0.04,
+                                         "clean(STOD removed) - clean(direct)"))
+            g_d, g_r = metrics["direct.gtc_input"], metrics["rate.gtc_input"]
+            claims.append(Claim("gtc_direct_vs_rate", "0.8-0.9 (direct) vs 0.2-0.3 (rate)", round(g_r, 4),
+                                f"0.7 <= GTC(direct)={g_d:.4f} <= 0.95 and GTC(rate) <= GTC(direct) - 0.3",
+                                bool(0.7 <= g_d <= 0.95 and g_r <= g_d - 0.3)))
+        else:
+            claims.append(Claim.at_least("stod_at_not_catastrophic", "PGD 43.54 % (STOD+AT) vs 14.07 % (SNN+AT)",
+                                         removed - direct, -0.08, f"PGD-7@{eps:.4g}: STOD removed+AT - direct+AT"))
+        claims.append(Claim.at_least("adversarial_training_works", "AT raises robust accuracy (Table 8)",
+                                     direct - statistics.fmean(plain_direct), 0.10,
+                                     f"PGD-7@{eps:.4g}: direct+AT - direct"))
+    return claims
+
+
+def _masking_checks(cfg: Config, models: dict, rows: list[dict], x, y, seed: int, metrics: dict[str, float],
+                    device: str) -> list[Claim]:
+    """Criterion 7: PGD <= FGSM + 0.02, unbounded PGD <= 0.15, transfer >= white-box - 0.02."""
+    gaps = [r[f"pgd7@{e:.4g}"] - r[f"fgsm@{e:.4g}"] for r in rows if not r["method"].startswith("rate")
+            for e in cfg.eps]
+    eps = max(cfg.eps)
+    loader = TensorBatches(x, y, 512, device=device)
+    unbounded, transfer_gaps = [], []
+    source = models.get(("direct", seed + 1, False), models[("direct", seed, False)])
+    x_transfer = torch.cat([pgd(source, xb, yb, eps, steps=7) for xb, yb in loader])
+    for (enc, s, at), model in models.items():
+        if s != seed:
+            continue
+        for name, keep in (("stod_removed", False), ("stod_kept", True)) if enc == "stod" else ((enc, None),):
+            if keep is not None:
+                model.encoder.keep_kernels = keep
+            label = name + ("+AT" if at else "")
+            draws = cfg.rate_draws if enc == "rate" else 1
+            acc_unb = robust_accuracy(model, loader, "pgd", draws=draws, eps=1.0, steps=7)
+            metrics[f"{label}.pgd7@1"] = acc_unb
+            unbounded.append(acc_unb)
+            if not at and enc != "rate":
+                white = next(r[f"pgd7@{eps:.4g}"] for r in rows if r["method"] == label and r["seed"] == seed)
+                acc_tr = accuracy(model, x_transfer, y)
+                metrics[f"{label}.transfer_pgd7@{eps:.4g}"] = acc_tr
+                transfer_gaps.append(acc_tr - white)
+            if keep is not None:
+                model.encoder.keep_kernels = False
+    return [
+        Claim.at_most("no_masking_pgd_vs_fgsm", "gradient-obfuscation checklist passed", max(gaps), 0.02,
+                      "max over deterministic models and eps of PGD-7 - FGSM"),
+        Claim.at_most("no_masking_unbounded", "unbounded attack reaches 0 %", max(unbounded), 0.15,
+                      "max accuracy under PGD-7 with eps = 1"),
+        Claim.at_least("no_masking_transfer", "black-box weaker than white-box", min(transfer_gaps), -0.02,
+                       "min over models of transfer - white-box PGD-7 accuracy"),
+    ]
+
+
+BENCHMARK = Benchmark("stod", PAPER, PACKAGE, run)

@@ -1,0 +1,199 @@
+"""``iclr26-stod``: train an encoded SNN, evaluate it under attacks, measure its GTC, run the benchmark."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from collections.abc import Sequence
+
+import torch
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options, use_data_root
+from iclr26_shared.device import resolve_device
+from iclr26_shared.seeding import seed_everything
+
+from .attacks import accuracy, robust_accuracy, transfer_attack
+from .data import CIFAR_MEAN, CIFAR_STD, DATASETS, TensorBatches, load_images
+from .encoding import ENCODINGS
+from .gtc import gradient_temporal_collinearity
+from .models import build_model, load_model
+from .train import fit
+
+
+def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def cmd_train(args) -> int:
+    out = pathlib.Path(args.out)
+    _refuse_overwrite(out, args.force)
+    device = resolve_device(args.device)
+    seed_everything(args.seed)
+    data = load_images(args.dataset, root=args.data_root, seed=args.seed)
+    C, H, _ = data.shape
+    model_kw = {"encoding": args.encoding, "T": args.T, "arch": args.arch, "in_channels": C,
+                "num_classes": data.n_classes, "image_size": H, "patch_size": args.patch,
+                "lambda_gor": args.lambda_gor, "keep_kernels": args.keep_kernels, "init": args.init,
+                "normalize": None}
+    if args.dataset in CIFAR_MEAN:
+        model_kw["normalize"] = (CIFAR_MEAN[args.dataset], CIFAR_STD[args.dataset])
+    model = build_model(**model_kw)
+    loader = TensorBatches(data.x_train, data.y_train, args.batch_size, shuffle=True, seed=args.seed, device=device)
+    val = TensorBatches(data.x_test, data.y_test, 512, device=device)
+    history = fit(model, loader, epochs=args.epochs, lr=args.lr, kernel_lr=args.kernel_lr, adv_train=args.adv,
+                  eps_train=args.eps_train if args.adv else None, val_loader=val, track_gtc=args.track_gtc,
+                  device=str(device), seed=args.seed)
+    print("epoch  loss     CE       GOR      train_acc  test_acc" + ("  GTC" if args.track_gtc else ""))
+    for e in range(args.epochs):
+        gtc = f"  {history.gtc[e]:.4f}" if args.track_gtc else ""
+        print(f"{e + 1:5d}  {history.loss[e]:.4f}  {history.ce[e]:.4f}  {history.gor[e]:.4f}  "
+              f"{history.acc[e]:.4f}     {history.val_acc[e]:.4f}{gtc}")
+    config = {"model": model_kw, "dataset": args.dataset, "seed": args.seed, "epochs": args.epochs, "lr": args.lr,
+              "kernel_lr": args.kernel_lr, "adv": args.adv, "eps_train": args.eps_train}
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    with atomic_path(out) as tmp:
+        torch.save({"config": config, "state_dict": state}, tmp)
+    write_json_atomic(out.with_suffix(".json"), {"config": config, "history": history.to_dict()})
+    print(f"-> {out} (weights), {out.with_suffix('.json')} (history)")
+    return 0
+
+
+def _load(args):
+    """(device, model, config, x_test, y_test) for ``eval``/``gtc``."""
+    device = resolve_device(args.device)
+    seed_everything(args.seed)
+    model, cfg = load_model(args.model, device)
+    data = load_images(cfg["dataset"], root=args.data_root, seed=cfg.get("seed", 0))
+    x, y = data.x_test, data.y_test
+    if args.n_test is not None:
+        x, y = x[: args.n_test], y[: args.n_test]
+    return device, model, cfg, x.to(device), y.to(device)
+
+
+def cmd_eval(args) -> int:
+    device, model, cfg, x, y = _load(args)
+    loader = TensorBatches(x, y, 512, device=device)
+    is_stod, is_rate = cfg["model"]["encoding"] == "stod", cfg["model"]["encoding"] == "rate"
+    draws = args.draws if args.draws is not None else (5 if is_rate else 1)
+    variants = [("kernels removed", False), ("kernels kept", True)] if is_stod else [(cfg["model"]["encoding"], None)]
+    source = load_model(args.blackbox, device)[0] if args.blackbox else None
+    results = []
+    for label, keep in variants:
+        if keep is not None:
+            model.encoder.keep_kernels = keep
+        for attack in args.attacks.split(","):
+            for eps in [0.0] if attack == "clean" else args.eps:
+                kw = {} if attack == "clean" else {"eps": eps}
+                if attack == "pgd":
+                    kw["steps"] = args.pgd_steps
+                acc = robust_accuracy(model, loader, attack, draws=draws, **kw)
+                results.append({"model": label, "attack": attack, "eps": eps, "accuracy": acc})
+            if source is not None and attack != "clean":
+                for eps in args.eps:
+                    kw = {"steps": args.pgd_steps} if attack == "pgd" else {}
+                    x_adv = transfer_attack(source, model, x, y, eps, attack=attack, **kw)
+                    results.append({"model": label, "attack": f"transfer-{attack}", "eps": eps,
+                                    "accuracy": accuracy(model, x_adv, y)})
+    print(f"{'model':18s} {'attack':16s} {'eps':>7s} {'accuracy':>9s}")
+    for r in results:
+        print(f"{r['model']:18s} {r['attack']:16s} {r['eps']:7.4g} {r['accuracy']:9.4f}")
+    path = pathlib.Path(args.out) / f"eval_{pathlib.Path(args.model).stem}.json"
+    _refuse_overwrite(path, args.force)
+    write_json_atomic(path, {"model": str(args.model), "draws": draws, "results": results})
+    print(f"-> {path}")
+    return 0
+
+
+def cmd_gtc(args) -> int:
+    _, model, cfg, x, y = _load(args)
+    if args.kernels is not None and cfg["model"]["encoding"] == "stod":
+        model.encoder.keep_kernels = args.kernels == "kept"
+    matrix = gradient_temporal_collinearity(model, x, y, wrt=args.wrt, reduce="matrix")
+    T = matrix.shape[0]
+    off = matrix[~torch.eye(T, dtype=torch.bool)]
+    iu = torch.triu_indices(T, T, offset=1)
+    mean, mx = float(matrix[iu[0], iu[1]].mean()), float(off.max())
+    print(f"GTC (wrt={args.wrt}, T={T}, {len(y)} images): mean {mean:.4f}, max {mx:.4f}")
+    for row in matrix.tolist():
+        print(" ".join(f"{v:7.4f}" for v in row))
+    path = pathlib.Path(args.out) / f"gtc_{pathlib.Path(args.model).stem}_{args.wrt}.json"
+    _refuse_overwrite(path, args.force)
+    write_json_atomic(path, {"model": str(args.model), "wrt": args.wrt, "mean": mean, "max": mx,
+                             "matrix": matrix.tolist()})
+    print(f"-> {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .bench import BENCHMARK
+
+    parser = argparse.ArgumentParser(prog="iclr26-stod", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", parents=[common_options()], conflict_handler="resolve",
+                       help="train a direct/rate/STOD-encoded spiking network")
+    t.add_argument("--out", default="stod_model.pt", help="weights file (a .json history is written beside it)")
+    t.add_argument("--encoding", choices=ENCODINGS, default="stod")
+    t.add_argument("--keep-kernels", action="store_true", help="STOD: keep the PFD kernels at evaluation")
+    t.add_argument("--init", choices=("householder", "householder_random", "identity"), default="householder")
+    t.add_argument("--adv", choices=("fgsm", "pgd"), default=None, help="adversarial training")
+    t.add_argument("--eps-train", type=float, default=0.1)
+    t.add_argument("--dataset", choices=DATASETS, default="digits")
+    t.add_argument("--arch", choices=("convnet", "vgg11"), default="convnet")
+    t.add_argument("--T", type=int, default=4)
+    t.add_argument("--patch", type=int, default=4)
+    t.add_argument("--lambda-gor", type=float, default=0.05)
+    t.add_argument("--epochs", type=int, default=15)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--kernel-lr", type=float, default=0.01)
+    t.add_argument("--track-gtc", action="store_true", help="print the test-set GTC after every epoch")
+    t.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    t.set_defaults(handler=cmd_train)
+
+    e = sub.add_parser("eval", parents=[common_options()], help="accuracy under clean/FGSM/PGD (and transfer) attacks")
+    e.add_argument("model")
+    e.add_argument("--attacks", default="clean,fgsm,pgd", help="comma-separated: clean, fgsm, pgd")
+    e.add_argument("--eps", type=_floats, default=[0.05, 0.1], help="comma-separated radii in pixel scale")
+    e.add_argument("--pgd-steps", type=int, default=7)
+    e.add_argument("--draws", type=int, default=None, help="repetitions to average (default: 5 for rate, else 1)")
+    e.add_argument("--blackbox", default=None, help="source model file for transfer attacks")
+    e.add_argument("--n-test", type=int, default=None, help="evaluate the first N test images only")
+    e.add_argument("--force", action="store_true")
+    e.set_defaults(handler=cmd_eval)
+
+    g = sub.add_parser("gtc", parents=[common_options()], help="gradient temporal collinearity on the test set")
+    g.add_argument("model")
+    g.add_argument("--wrt", choices=("input", "first_layer"), default="input")
+    g.add_argument("--kernels", choices=("removed", "kept"), default=None, help="STOD: input path (default: saved)")
+    g.add_argument("--n-test", type=int, default=None)
+    g.add_argument("--force", action="store_true")
+    g.set_defaults(handler=cmd_gtc)
+
+    add_bench_command(sub, [BENCHMARK])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    use_data_root(args.data_root)
+    for name in ("eval", "gtc"):
+        if args.command == name and not pathlib.Path(args.model).is_file():
+            raise SystemExit(f"model: no such file {args.model!r}")
+    if getattr(args, "attacks", None):
+        bad = [a for a in args.attacks.split(",") if a not in ("clean", "fgsm", "pgd")]
+        if bad:
+            raise SystemExit(f"--attacks: expected names among clean, fgsm, pgd, got {bad}")
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+import json
+
+import pytest
+import torch
+from iclr26_stod import TensorBatches, build_model, fit, load_images
+from iclr26_stod.bench import BENCHMARK
+from iclr26_stod.cli import main
+
+
+def test_training_is_deterministic():
+    data = load_images("bars", seed=0)
+
+    def run():
+        torch.manual_seed(0)
+        model = build_model("stod", T=2)
+        hist = fit(model, TensorBatches(data.x_train[:128], data.y_train[:128], 64, shuffle=True, seed=0),
+                   epochs=1, device="cpu", seed=0)
+        return model.state_dict(), hist
+
+    (a, ha), (b, hb) = run(), run()
+    assert ha.to_dict() == hb.to_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_fit_bad_input():
+    model = build_model("direct", T=2)
+    with pytest.raises(ValueError, match="eps_train"):
+        fit(model, [], epochs=1, adv_train="fgsm")
+    with pytest.raises(ValueError, match="epochs"):
+        fit(model, [], epochs=0)
+    with pytest.raises(ValueError, match="encoding"):
+        build_model("poisson")
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    model = tmp_path / "m.pt"
+    args = ["train", "--encoding", "stod", "--dataset", "bars", "--T", "2", "--epochs", "1", "--out", str(model),
+            "--device", "cpu", "--quiet"]
+    assert main(args) == 0
+    history = json.loads(model.with_suffix(".json").read_text())
+    assert len(history["history"]["gor"]) == 1 and history["history"]["gor"][0] > 0
+    with pytest.raises(SystemExit, match="--force"):
+        main(args)
+    out = tmp_path / "res"
+    assert main(["eval", str(model), "--eps", "0.1", "--pgd-steps", "2", "--n-test", "32", "--out", str(out),
+                 "--device", "cpu"]) == 0
+    res = json.loads((out / "eval_m.json").read_text())["results"]
+    assert {r["model"] for r in res} == {"kernels removed", "kernels kept"}
+    assert {r["attack"] for r in res} == {"clean", "fgsm", "pgd"}
+    assert main(["gtc", str(model), "--n-test", "32", "--out", str(out), "--device", "cpu"]) == 0
+    gtc = json.loads((out / "gtc_m_input.json").read_text())
+    assert len(gtc["matrix"]) == 2 and -1 <= gtc["mean"] <= 1
+    assert "GTC (wrt=input" in capsys.readouterr().out
+
+
+def test_bench_smoke_json_schema(tmp_path):
+    assert main(["bench", "--scale", "smoke", "--device", "cpu", "--out", str(tmp_path), "--quiet"]) == 0
+    (path,) = tmp_path.glob("stod__smoke__seed0__cpu.json")
+    d = json.loads(path.read_text())
+    assert d["status"] == "ok", d["error"]
+    assert {"benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics", "rows",
+            "claims", "figures"} <= set(d)
+    assert d["benchmark"] == BENCHMARK.name == "stod"
+    assert {r["method"].split("/")[0] for r in d["rows"]} == {"direct", "stod_removed", "stod_kept"}
+    names = {c["name"] for c in d["claims"]}
+    assert {"direct_gtc_input", "stod_kernels_decorrelate", "gor_minimised", "kernels_orthogonal"} <= names
+    for c in d["claims"]:
+        assert set(c) == {"name", "paper", "measured", "criterion", "holds"} and isinstance(c["holds"], bool)
