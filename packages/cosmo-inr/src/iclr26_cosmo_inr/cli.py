@@ -1,0 +1,199 @@
+"""``iclr26-cosmo-inr``: fit, compare, denoise, sr, inpaint, spectrum, occupancy, and ``bench``/``reproduce``."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.device import resolve_device
+
+from .bench import BENCHMARK
+from .data import SHAPES
+from .models import MODELS
+from .prior import BACKBONES
+from .spectral import ACTIVATIONS, harmonic_profile, named_activation
+from .tasks import TaskResult, denoise_image, fit_image, fit_occupancy, inpaint, super_resolve
+
+
+def _refuse_existing(path: str | None, force: bool) -> None:
+    if path and pathlib.Path(path).exists() and not force:
+        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+
+
+def _model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
+    if many:
+        p.add_argument("--models", default="relu_pe,siren,wire,gauss,finer,cosmo_rc",
+                       help=f"comma-separated, among {', '.join(MODELS)}")
+    else:
+        p.add_argument("--model", default="cosmo_rc", choices=MODELS)
+    p.add_argument("--width", type=int, default=256, help="hidden features W (default 256)")
+    p.add_argument("--layers", type=int, default=3, help="hidden layers L (default 3)")
+    p.add_argument("--prior", default="resnet_stem", choices=BACKBONES, help="COSMO/INCODE prior embedder")
+    p.add_argument("--match-params", default=None, choices=MODELS, help="rescale width to this model's size")
+    p.add_argument("--iters", type=int, default=500)
+    p.add_argument("--lr", type=float, default=None, help="default: COSMO 9e-4, WIRE 5e-3, others 1e-3")
+    p.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+
+
+def _image_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image", default="camera", help="an offline scikit-image name or a PNG/JPEG path")
+    p.add_argument("--size", type=int, default=128, help="resize to size x size (default 128)")
+    p.add_argument("--gray", action="store_true", help="convert to grayscale")
+
+
+def _kwargs(args, model: str) -> dict:
+    return {"hidden_features": args.width, "hidden_layers": args.layers, "prior": args.prior,
+            "match_params_to": args.match_params, "iters": args.iters, "lr": args.lr, "seed": args.seed,
+            "device": resolve_device(args.device), "progress": _bar(args, model)}
+
+
+def _bar(args, desc: str):
+    return lambda it: progress(it, total=len(it), desc=desc, quiet=args.quiet)
+
+
+def _summary(res: TaskResult, metric: str = "PSNR") -> dict:
+    curve = res.fit.psnr_curve
+    for step in range(49, len(curve), 50):
+        if np.isfinite(curve[step]):
+            print(f"  step {step + 1:5d}  {metric} {curve[step]:.2f} dB")
+    print(f"{res.model}: best {res.psnr:.2f} dB, final {res.fit.final_psnr:.2f} dB, SSIM {res.ssim:.4f}, "
+          f"{res.n_params} parameters, {res.seconds:.1f} s")
+    return {"model": res.model, "best_psnr": res.psnr, "final_psnr": res.fit.final_psnr, "ssim": res.ssim,
+            "params": res.n_params, "seconds": res.seconds, **res.extra}
+
+
+def _save(args, payload, image: np.ndarray | None = None) -> None:
+    if getattr(args, "json", None):
+        write_json_atomic(args.json, payload)
+        print(f"  -> {args.json}")
+    if image is not None and getattr(args, "png", None):
+        from skimage.io import imsave
+
+        with atomic_path(args.png) as tmp:
+            imsave(tmp, (np.clip(image, 0, 1) * 255).round().astype(np.uint8), check_contrast=False)
+        print(f"  -> {args.png}")
+
+
+def cmd_task(args) -> int:
+    _refuse_existing(args.json, args.force)
+    _refuse_existing(getattr(args, "png", None), args.force)
+    task = {"fit": fit_image, "denoise": denoise_image, "sr": super_resolve, "inpaint": inpaint}[args.command]
+    extra = {}
+    if args.command == "denoise":
+        extra = {"tau": args.tau, "readout": args.readout}
+    elif args.command == "sr":
+        extra = {"factor": args.factor}
+    elif args.command == "inpaint":
+        extra = {"keep": args.keep}
+    res = task(args.image, args.model, size=args.size, gray=args.gray, **extra, **_kwargs(args, args.model))
+    _save(args, _summary(res), res.reconstruction)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    _refuse_existing(args.json, args.force)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    bad = [m for m in models if m not in MODELS]
+    if bad or not models:
+        raise SystemExit(f"--models: expected names among {', '.join(MODELS)}, got {args.models!r}")
+    table = []
+    for name in models:
+        kw = _kwargs(args, name)
+        if name == args.match_params:
+            kw["match_params_to"] = None
+        res = fit_image(args.image, name, size=args.size, gray=args.gray, **kw)
+        table.append({"model": name, "best_psnr": res.psnr, "ssim": res.ssim, "params": res.n_params,
+                      "seconds": res.seconds})
+    print(f"{'model':18s} {'PSNR':>8s} {'SSIM':>7s} {'params':>9s} {'seconds':>8s}")
+    for row in table:
+        print(f"{row['model']:18s} {row['best_psnr']:8.2f} {row['ssim']:7.4f} {row['params']:9d} "
+              f"{row['seconds']:8.1f}")
+    _save(args, {"image": args.image, "size": args.size, "iters": args.iters, "results": table})
+    return 0
+
+
+def cmd_spectrum(args) -> int:
+    _refuse_existing(args.json, args.force)
+    fn = named_activation(args.activation, omega0=args.omega0, scale=args.scale, T=args.T, C=args.C, beta=args.beta)
+    prof = harmonic_profile(fn, args.amplitude, args.harmonics)
+    print(f"{args.activation} on [-{args.amplitude}, {args.amplitude}]:  k  |c_k|")
+    for k, c in enumerate(prof.coeffs):
+        print(f"  {k:3d}  {abs(c):.3e}")
+    print(f"E_even {prof.e_even:.4e}  E_odd {prof.e_odd:.4e}  support ratio {prof.support_ratio:.4e}")
+    _save(args, {"activation": args.activation, "amplitude": args.amplitude, "abs_coeffs": np.abs(prof.coeffs),
+                 "e_even": prof.e_even, "e_odd": prof.e_odd, "support_ratio": prof.support_ratio})
+    return 0
+
+
+def cmd_occupancy(args) -> int:
+    _refuse_existing(args.json, args.force)
+    shape = np.load(args.shape) if args.shape.endswith(".npy") else args.shape
+    kw = _kwargs(args, args.model)
+    kw["prior"] = "none" if args.prior == "resnet_stem" else args.prior
+    res = fit_occupancy(shape, args.model, grid=args.grid, **kw)
+    print(f"{res.model}: IoU {res.iou:.4f}, {res.n_params} parameters, {res.seconds:.1f} s")
+    _save(args, {"model": res.model, "shape": args.shape, "grid": args.grid, "iou": res.iou,
+                 "params": res.n_params, "seconds": res.seconds})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="iclr26-cosmo-inr", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    helps = {"fit": "fit an image (representation)", "denoise": "denoise a photon-noisy image",
+             "sr": "super-resolve an area-downsampled image", "inpaint": "inpaint from a random subset of pixels"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, parents=[common_options()], help=text, description=text)
+        _image_args(p)
+        _model_args(p)
+        p.add_argument("--png", default=None, help="write the reconstruction to this PNG")
+        if name == "denoise":
+            p.add_argument("--tau", type=float, default=40.0, help="photons per unit intensity (default 40)")
+            p.add_argument("--readout", type=float, default=2.0, help="readout noise std (default 2)")
+        if name == "sr":
+            p.add_argument("--factor", type=int, default=4, help="downsampling factor (default 4)")
+        if name == "inpaint":
+            p.add_argument("--keep", type=float, default=0.2, help="fraction of observed pixels (default 0.2)")
+        p.set_defaults(handler=cmd_task)
+    p = sub.add_parser("compare", parents=[common_options()], help="fit one image with several models")
+    _image_args(p)
+    _model_args(p, many=True)
+    p.set_defaults(handler=cmd_compare)
+    p = sub.add_parser("spectrum", help="Chebyshev harmonic profile of an activation")
+    p.add_argument("--activation", default="cosmo_rc", choices=ACTIVATIONS)
+    p.add_argument("--amplitude", type=float, default=3.0)
+    p.add_argument("--harmonics", type=int, default=32)
+    p.add_argument("--omega0", type=float, default=30.0, help="sin / FINER frequency")
+    p.add_argument("--scale", type=float, default=3.0, help="Gauss scale")
+    p.add_argument("--T", type=float, default=1.3)
+    p.add_argument("--C", type=float, default=0.8)
+    p.add_argument("--beta", type=float, default=0.5)
+    p.add_argument("--json", default=None)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(handler=cmd_spectrum)
+    p = sub.add_parser("occupancy", parents=[common_options()], help="fit a 3-D occupancy grid, print IoU")
+    p.add_argument("--shape", default="gyroid_sphere", help=f"one of {', '.join(SHAPES)} or a .npy 0/1 grid")
+    p.add_argument("--grid", type=int, default=48)
+    _model_args(p)
+    p.set_defaults(handler=cmd_occupancy)
+    add_bench_command(sub, [BENCHMARK])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if hasattr(args, "device") and resolve_device(args.device).type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        return int(args.handler(args) or 0)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from err
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
