@@ -143,7 +143,7 @@ class Benchmark:
             ValueError: unknown ``scale``; whatever the benchmark itself raises.
         """
         check_scale(scale)
-        dev, dev_label = _resolve(device)
+        dev, _ = _resolve(device)
         out = pathlib.Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         seed_everything(seed)
@@ -151,7 +151,8 @@ class Benchmark:
         result = self.func(scale, dev, seed, out)
         result.seconds = round(time.perf_counter() - start, 3)
         result.benchmark, result.package, result.paper = self.name, self.package, self.paper
-        result.scale, result.seed, result.device = scale, int(seed), dev_label
+        # described after the run, so thread settings the benchmark chose are what is recorded
+        result.scale, result.seed, result.device = scale, int(seed), _resolve(dev)[1]
         result.versions = versions(self.package)
         result.figures = [_relative(p, out) for p in result.figures]
         return result
