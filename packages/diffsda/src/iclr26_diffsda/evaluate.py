@@ -1,0 +1,242 @@
+"""Swap-based evaluation: judge classifiers trained on ground truth, swap accuracies, controls, probes.
+
+A ``Judge`` holds one frame-level classifier per static factor (a sequence's class is the argmax
+of the mean frame probabilities) and one sequence-level classifier per dynamic factor (on the
+flattened sequence); both are scikit-learn ``MLPClassifier``s trained on ground-truth data only.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_curve
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from .data import SeqSet
+from .model import DiffSDA
+
+
+def _as_numpy(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+@dataclass
+class Judge:
+    """Ground-truth classifiers; ``heldout_accuracy`` maps each factor to its held-out accuracy."""
+
+    static_models: dict[str, MLPClassifier]
+    dynamic_models: dict[str, MLPClassifier]
+    heldout_accuracy: dict[str, float] = field(default_factory=dict)
+
+    def predict_proba(self, x) -> dict[str, np.ndarray]:
+        """Class probabilities per factor for sequences x (n, V, *elem): name -> (n, n_classes)."""
+        x = _as_numpy(x).astype(np.float32)
+        n, v = x.shape[:2]
+        out = {}
+        for name, clf in self.static_models.items():
+            out[name] = clf.predict_proba(x.reshape(n * v, -1)).reshape(n, v, -1).mean(1)
+        for name, clf in self.dynamic_models.items():
+            out[name] = clf.predict_proba(x.reshape(n, -1))
+        return out
+
+    def predict(self, x) -> dict[str, np.ndarray]:
+        """Predicted class per factor: name -> int (n,)."""
+        return {k: p.argmax(1) for k, p in self.predict_proba(x).items()}
+
+
+def train_judge(seqset: SeqSet, *, seed: int = 0, hidden: int = 128, frames_per_sequence: int = 4,
+                heldout: float = 0.2, min_accuracy: float = 0.99, max_iter: int = 200) -> Judge:
+    """Trains the judge on ground-truth sequences and checks it on a held-out part.
+
+    Static classifiers see ``frames_per_sequence`` random frames of each training sequence.
+
+    Raises:
+        ValueError: no factors, or fewer than 10 sequences.
+        RuntimeError: a factor's held-out accuracy is below ``min_accuracy`` (the judge must not be trusted).
+    """
+    if not seqset.static and not seqset.dynamic:
+        raise ValueError("seqset: expected at least one static or dynamic factor to judge")
+    if len(seqset) < 10:
+        raise ValueError(f"seqset: expected at least 10 sequences to train and check a judge, got {len(seqset)}")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(seqset))
+    cut = int(round(len(seqset) * (1 - heldout)))
+    train, test = seqset.subset(order[:cut]), seqset.subset(order[cut:])
+    n, v = train.x.shape[:2]
+    frame_idx = rng.integers(0, v, (n, frames_per_sequence))
+    frames = train.x[np.arange(n)[:, None], frame_idx].reshape(n * frames_per_sequence, -1)
+
+    def classifier() -> MLPClassifier:
+        return MLPClassifier((hidden,), max_iter=max_iter, early_stopping=True, n_iter_no_change=8,
+                             random_state=seed)
+
+    static = {k: classifier().fit(frames, np.repeat(lab, frames_per_sequence)) for k, lab in train.static.items()}
+    dynamic = {k: classifier().fit(train.x.reshape(n, -1), lab) for k, lab in train.dynamic.items()}
+    judge = Judge(static, dynamic)
+    predicted = judge.predict(test.x)
+    truth = {**test.static, **test.dynamic}
+    judge.heldout_accuracy = {k: float(np.mean(predicted[k] == truth[k])) for k in truth}
+    weak = {k: a for k, a in judge.heldout_accuracy.items() if a < min_accuracy}
+    if weak:
+        raise RuntimeError(f"judge: held-out accuracy {weak} below {min_accuracy}; its swap scores would mislead")
+    return judge
+
+
+def _decode_kwargs(model, steps: int, seed: int) -> dict:
+    """Sampler options for DiffSDA (steps and a seeded generator); the deterministic SeqVAE takes none."""
+    if isinstance(model, DiffSDA):
+        return {"steps": steps, "generator": torch.Generator(model.device).manual_seed(int(seed))}
+    return {}
+
+
+def swap_pairs(seqset: SeqSet, n_pairs: int, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random index pairs (A, B) whose joint static identities differ and whose dynamic classes differ.
+
+    Raises:
+        ValueError: no such pair exists.
+    """
+    identity = np.stack(list(seqset.static.values()), 1)
+    motion = np.stack(list(seqset.dynamic.values()), 1)
+    rng = np.random.default_rng(seed)
+    a, b = [], []
+    for _ in range(200):
+        cand_a = rng.integers(0, len(seqset), 4 * n_pairs)
+        cand_b = rng.integers(0, len(seqset), 4 * n_pairs)
+        ok = (identity[cand_a] != identity[cand_b]).any(1) & (motion[cand_a] != motion[cand_b]).all(1)
+        a.extend(cand_a[ok].tolist())
+        b.extend(cand_b[ok].tolist())
+        if len(a) >= n_pairs:
+            return np.array(a[:n_pairs]), np.array(b[:n_pairs])
+    raise ValueError("seqset: no pair with different static and dynamic factors; need more varied sequences")
+
+
+def _batched(fn, n: int, batch_size: int) -> np.ndarray:
+    return np.concatenate([_as_numpy(fn(slice(i, i + batch_size))) for i in range(0, n, batch_size)])
+
+
+def _accuracy(judge: Judge, x: np.ndarray, labels: dict[str, np.ndarray], names) -> float:
+    """Fraction of sequences whose judged classes match ``labels`` on every factor in ``names``."""
+    pred = judge.predict(x)
+    return float(np.mean(np.all([pred[k] == labels[k] for k in names], axis=0)))
+
+
+def swap_accuracy(model, judge: Judge, test: SeqSet, *, n_pairs: int = 1000, steps: int = 18, seed: int = 0,
+                  batch_size: int = 512) -> dict[str, float]:
+    """Judge accuracy of swaps x = decode(s_A, d_B) on random pairs with different factors.
+
+    Returns:
+        ``static_acc`` (the judge gives A's static factors, all of them), ``dynamic_acc`` (B's dynamic
+        factors), and per-factor accuracies ``acc_<factor>``.
+    """
+    a, b = swap_pairs(test, n_pairs, seed=seed)
+    kwargs = _decode_kwargs(model, steps, seed)
+    x = _batched(lambda sl: model.swap(test.x[a[sl]], test.x[b[sl]], **kwargs), len(a), batch_size)
+    labels = {**{k: v[a] for k, v in test.static.items()}, **{k: v[b] for k, v in test.dynamic.items()}}
+    pred = judge.predict(x)
+    out = {"static_acc": _accuracy(judge, x, labels, test.static),
+           "dynamic_acc": _accuracy(judge, x, labels, test.dynamic)}
+    out.update({f"acc_{k}": float(np.mean(pred[k] == labels[k])) for k in labels})
+    return out
+
+
+def control_accuracy(model, judge: Judge, test: SeqSet, *, n: int = 500, steps: int = 18, seed: int = 0,
+                     batch_size: int = 512) -> dict[str, float]:
+    """Controls of the swap protocol on n test sequences A.
+
+    ``self_static_acc`` / ``self_dynamic_acc``: decode(s_A, d_A) reproduces A's factors;
+    ``random_s_static_acc``: decode(s_rand, d_A) with s_rand ~ N(mean(s), std(s)^2) per dimension
+    should not reproduce A's static factors (chance level).
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(test), min(n, len(test)), replace=False)
+    kwargs = _decode_kwargs(model, steps, seed)
+    s, d = model.encode(test.x[idx])
+    s_rand = s.mean(0) + s.std(0) * torch.randn(s.shape, generator=torch.Generator().manual_seed(seed)).to(s.device)
+    labels = {**{k: v[idx] for k, v in test.static.items()}, **{k: v[idx] for k, v in test.dynamic.items()}}
+    own = _batched(lambda sl: model.decode(s[sl], d[sl], **kwargs), len(idx), batch_size)
+    rand = _batched(lambda sl: model.decode(s_rand[sl], d[sl], **kwargs), len(idx), batch_size)
+    return {"self_static_acc": _accuracy(judge, own, labels, test.static),
+            "self_dynamic_acc": _accuracy(judge, own, labels, test.dynamic),
+            "random_s_static_acc": _accuracy(judge, rand, labels, test.static)}
+
+
+def probe_leakage(codes_s, codes_d, labels: dict[str, np.ndarray], *, folds: int = 5, seed: int = 0,
+                  max_iter: int = 300) -> dict[str, float]:
+    """Linear-probe accuracies (standardised codes, logistic regression, stratified k-fold CV).
+
+    Args:
+        codes_s: (N, s_dim) static codes, used as they are.
+        codes_d: (N, V, d_dim) dynamic codes, flattened to V d_dim numbers (a time average would
+            erase the direction of a trajectory).
+        labels: factor name -> int (N,).
+
+    Returns:
+        ``"s->name"`` and ``"d->name"`` accuracies for every factor.
+    """
+    s = _as_numpy(codes_s).reshape(len(_as_numpy(codes_s)), -1)
+    d = _as_numpy(codes_d)
+    if d.ndim != 3 or len(d) != len(s):
+        raise ValueError(f"codes_d: expected ({len(s)}, V, d_dim), got shape {d.shape}")
+    d = d.reshape(len(d), -1)
+    out = {}
+    for name, y in labels.items():
+        y = np.asarray(y)
+        if len(y) != len(s):
+            raise ValueError(f"labels[{name!r}]: expected {len(s)} labels, got {len(y)}")
+        cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+        for code_name, codes in (("s", s), ("d", d)):
+            probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
+            with warnings.catch_warnings():  # separable codes stop at max_iter with a perfect fit already
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                out[f"{code_name}->{name}"] = float(cross_val_score(probe, codes, y, cv=cv).mean())
+    return out
+
+
+def generation_scores(judge: Judge, x, factor: str) -> dict[str, float]:
+    """Inception-style scores of generated sequences from the judge's probabilities for ``factor``:
+    H(y|x) (mean entropy, low = confident), H(y) (entropy of the mean, high = diverse), IS = exp(H(y) - H(y|x))."""
+    proba = judge.predict_proba(x)
+    if factor not in proba:
+        raise ValueError(f"factor: expected one of {sorted(proba)}, got {factor!r}")
+    p = np.clip(proba[factor], 1e-12, 1.0)
+    h_cond = float(-(p * np.log(p)).sum(1).mean())
+    marginal = p.mean(0)
+    h_marg = float(-(marginal * np.log(marginal)).sum())
+    return {"IS": float(np.exp(h_marg - h_cond)), "H_y_given_x": h_cond, "H_y": h_marg}
+
+
+def eer(scores, labels) -> float:
+    """Equal error rate of verification scores (higher = same class) against 0/1 labels (1 = same)."""
+    scores, labels = np.asarray(scores, float), np.asarray(labels)
+    if scores.shape != labels.shape or scores.ndim != 1 or len(np.unique(labels)) != 2:
+        raise ValueError(f"labels: expected 0/1 labels of both kinds, shape {scores.shape} like scores, "
+                         f"got shape {labels.shape}")
+    fpr, tpr, _ = roc_curve(labels, scores)
+    fnr = 1 - tpr
+    i = int(np.argmin(np.abs(fnr - fpr)))
+    return float((fpr[i] + fnr[i]) / 2)
+
+
+def unsupervised_swap_distances(judge: Judge, generated, static_donor, dynamic_donor) -> dict[str, float]:
+    """AED/AKD analogues: mean L2 distance between judge probability embeddings of the generated sequences
+    and their static donors (static factors, ``AED``) and dynamic donors (dynamic factors, ``AKD``); lower is better."""
+    pg, ps, pd = (judge.predict_proba(v) for v in (generated, static_donor, dynamic_donor))
+
+    def dist(p: dict, q: dict, names) -> float:
+        return float(np.mean([np.linalg.norm(p[k] - q[k], axis=1).mean() for k in names]))
+
+    return {"AED": dist(pg, ps, judge.static_models), "AKD": dist(pg, pd, judge.dynamic_models)}
+
+
+def reconstruction_mse(model: DiffSDA, x, *, steps: int = 18, use_inversion: bool = True, seed: int = 0) -> float:
+    """Mean squared error of ``reconstruct(x)`` (with x_T from ``invert``, or from fresh seeded noise)."""
+    gen = torch.Generator(model.device).manual_seed(int(seed))
+    rec = model.reconstruct(x, steps=steps, use_inversion=use_inversion, generator=gen)
+    return float(((rec.cpu() - torch.as_tensor(np.asarray(x))) ** 2).mean())

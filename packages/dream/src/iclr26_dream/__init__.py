@@ -1,0 +1,24 @@
+"""DREAM: dual-branch representations with dynamic gated fusion and triple-granularity alignment
+for deep multi-view clustering (ICLR 2026), as a scikit-learn-style estimator."""
+from .baselines import AverageGraphSpectral, BestViewKMeans, ConcatKMeans, ConcatSpectral
+from .data import (
+                   load_mat,
+                   load_mfeat,
+                   load_mfeat_uci3,
+                   load_npz,
+                   load_views,
+                   make_semantic_structural_views,
+                   preprocess_view,
+)
+from .graph import knn_graph, normalize_adjacency
+from .model import DREAM, check_views
+from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE, student_t_assignment
+
+__all__ = [
+    "DREAM", "check_views",
+    "ViewVAE", "ViewGCN", "GatedFusion", "StudentTClusterHead", "student_t_assignment",
+    "knn_graph", "normalize_adjacency",
+    "ConcatKMeans", "ConcatSpectral", "AverageGraphSpectral", "BestViewKMeans",
+    "load_mfeat", "load_mfeat_uci3", "make_semantic_structural_views", "load_mat", "load_npz", "load_views",
+    "preprocess_view",
+]

@@ -1,0 +1,378 @@
+"""``DREAM``: the scikit-learn-style estimator that builds the per-view graphs, pretrains the two
+branches (L_Encode), initialises the centres with k-means and trains L_Total."""
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import torch
+from iclr26_shared.device import resolve_device
+from iclr26_shared.metrics import clustering_accuracy
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.metrics import normalized_mutual_info_score
+from torch.nn import functional as F
+
+from .data import PREPROCESS, preprocess_view
+from .graph import knn_graph, normalize_adjacency
+from .losses import (
+    cluster_loss,
+    dec_target,
+    distill_loss,
+    graph_recon_loss,
+    inter_cluster_triplet,
+    intra_sample_infonce,
+    vae_loss,
+)
+from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE
+
+FUSIONS = ("gate", "average")
+
+
+def check_views(Xs, allow_single_view: bool = False) -> list[np.ndarray]:
+    """Validates a list of views ``(N, d_v)``: same N, finite, at least two views (or one if allowed).
+
+    Raises:
+        TypeError: ``Xs`` is not a list/tuple of arrays.
+        ValueError: fewer than 2 views, different N, non-2-D view, NaN/inf.
+    """
+    if isinstance(Xs, np.ndarray) or not isinstance(Xs, (list, tuple)):
+        raise TypeError(f"Xs: expected a list of V arrays (N, d_v), got {type(Xs).__name__}")
+    views = [np.asarray(X, dtype=np.float64) for X in Xs]
+    if len(views) < (1 if allow_single_view else 2):
+        raise ValueError(f"Xs: expected at least 2 views (or allow_single_view=True), got {len(views)}")
+    for v, X in enumerate(views):
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"Xs[{v}]: expected a non-empty 2-D array (N, d), got shape {X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError(f"Xs[{v}]: contains NaN or inf; DREAM needs complete views "
+                             "(for missing views see iclr26-camel)")
+    sizes = [X.shape[0] for X in views]
+    if len(set(sizes)) != 1:
+        raise ValueError(f"Xs: all views must have the same number of rows N, got {sizes}")
+    return views
+
+
+class DREAM(ClusterMixin, BaseEstimator):
+    """Deep multi-view clustering with dual-branch representations, gated fusion and triple alignment.
+
+    Per view a VAE (semantic, μ^{(v)}) and a GCN on a cosine kNN graph (structural, h^{(v)}); a gate
+    mixes them, learned cross-view weights combine the views into l, a Student-t head clusters l.
+    Training: pretrain L_Encode for ``pretrain_epochs``, k-means-initialise the centres on l, then
+    minimise L_Total = L_Encode + α L_Align + β L_Cluster for ``epochs`` (full batch, Adam).
+    Pseudo-labels and the DEC target P are refreshed every ``pseudo_update_every`` epochs.
+
+    ``preprocess`` (``"zscore_l2"``: z-score then row ℓ2, the paper's setting; ``"zscore"``) and
+    ``graph_metric`` (``"cosine"``, the paper's; ``"euclidean"``) choose the input normalisation and the
+    kNN metric; the row-ℓ2/cosine pair discards row norms, which carry the class in ring-like data.
+
+    ``pretrain_batch_size`` (default 256; ``None`` = full batch): pretraining uses mini-batches of rows
+    (*inferred*; full-batch pretraining gives one Adam step per epoch and left the encoders so
+    under-trained that the k-means start was poor and joint training collapsed). ``balance`` (default
+    0, off): weight of the optional cluster-balance term log K − H(q̄) added to L_Cluster.
+
+    Ablations: ``use_semantic=False`` (w/o VAE), ``use_structure=False`` (w/o GCN),
+    ``fusion="average"`` (gate and view weights replaced by the plain mean), ``use_alignment=False``.
+
+    Attributes (after ``fit``): ``labels_ (N,)``, ``embedding_ (N, z)``, ``proba_ (N, K)``,
+    ``gate_values_ (N, V)`` (mean semantic share s̄ per sample and view), ``view_weights_ (N, V)``
+    (α̂), ``history_`` (per-epoch losses, ACC/NMI when y is given, refresh epochs, seconds),
+    ``graphs_`` (list of V binary scipy CSR kNN graphs), ``n_views_``.
+    """
+
+    def __init__(self, n_clusters: int, latent_dim: int = 64, hidden_dims=(256, 128), gcn_hidden: int = 128,
+                 k_neighbors: int = 10, fusion: str = "gate", use_semantic: bool = True, use_structure: bool = True,
+                 use_alignment: bool = True, alpha: float = 1.0, beta: float = 1.0, lambda1: float = 1e-3,
+                 lambda2: float = 10.0, lambda3: float = 1.0, tau: float = 0.5, margin: float = 1.0,
+                 n_triplets: int = 2048, pseudo_update_every: int = 3, pretrain_epochs: int = 100,
+                 epochs: int = 150, lr: float = 1e-3, batch_size: int | None = None, device: str = "auto",
+                 random_state=None, preprocess: str = "zscore_l2", graph_metric: str = "cosine",
+                 balance: float = 0.0, pretrain_batch_size: int | None = 256,
+                 allow_single_view: bool = False, callback=None, verbose: bool = False):
+        self.n_clusters = n_clusters
+        self.latent_dim = latent_dim
+        self.hidden_dims = hidden_dims
+        self.gcn_hidden = gcn_hidden
+        self.k_neighbors = k_neighbors
+        self.fusion = fusion
+        self.use_semantic = use_semantic
+        self.use_structure = use_structure
+        self.use_alignment = use_alignment
+        self.alpha = alpha
+        self.beta = beta
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.lambda3 = lambda3
+        self.tau = tau
+        self.margin = margin
+        self.n_triplets = n_triplets
+        self.pseudo_update_every = pseudo_update_every
+        self.pretrain_epochs = pretrain_epochs
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.device = device
+        self.random_state = random_state
+        self.preprocess = preprocess
+        self.graph_metric = graph_metric
+        self.balance = balance
+        self.pretrain_batch_size = pretrain_batch_size
+        self.allow_single_view = allow_single_view
+        self.callback = callback
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self, n: int) -> None:
+        def positive(name):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"{name}: expected a positive number, got {value!r}")
+
+        def integer(name, low, high=None):
+            value = getattr(self, name)
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+            if not ok or (high is not None and value > high):
+                bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+                raise ValueError(f"{name}: expected an integer {bound}, got {value!r}")
+
+        integer("n_clusters", 2, n - 1)
+        integer("k_neighbors", 1, n - 1)
+        integer("latent_dim", 1)
+        integer("gcn_hidden", 1)
+        integer("n_triplets", 1)
+        integer("pseudo_update_every", 1)
+        integer("pretrain_epochs", 0)
+        integer("epochs", 0)
+        for name in ("tau", "margin", "lr"):
+            positive(name)
+        for name in ("alpha", "beta", "lambda1", "lambda2", "lambda3", "balance"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or not value >= 0:
+                raise ValueError(f"{name}: expected a non-negative number, got {value!r}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion: expected one of {FUSIONS}, got {self.fusion!r}")
+        if self.preprocess not in PREPROCESS:
+            raise ValueError(f"preprocess: expected one of {PREPROCESS}, got {self.preprocess!r}")
+        if self.graph_metric not in ("cosine", "euclidean"):
+            raise ValueError(f"graph_metric: expected 'cosine' or 'euclidean', got {self.graph_metric!r}")
+        if not (self.use_semantic or self.use_structure):
+            raise ValueError("use_semantic, use_structure: at least one branch must be used, got both False")
+        if self.batch_size is not None:
+            integer("batch_size", 1)
+        if self.pretrain_batch_size is not None:
+            integer("pretrain_batch_size", 1)
+        hidden = tuple(self.hidden_dims)
+        if not hidden or not all(isinstance(h, numbers.Integral) and h >= 1 for h in hidden):
+            raise ValueError(f"hidden_dims: expected a non-empty tuple of positive integers, got {self.hidden_dims!r}")
+
+    def _fusion_mode(self) -> str:
+        if not self.use_semantic:
+            return "structure_only"
+        if not self.use_structure:
+            return "semantic_only"
+        return self.fusion
+
+    # ------------------------------------------------------------------ pieces
+    def _prepare(self, Xs) -> tuple[list[torch.Tensor], list, list[torch.Tensor], list[torch.Tensor]]:
+        """Preprocessed views as tensors, kNN graphs, Â per view and the dense/sparse A per view."""
+        views = [preprocess_view(X, self.preprocess) for X in Xs]
+        graphs = ([knn_graph(X, k=self.k_neighbors, metric=self.graph_metric) for X in views]
+                  if self.use_structure else [])
+        xs = [torch.as_tensor(X, dtype=torch.float32, device=self.device_) for X in views]
+        a_hats = [normalize_adjacency(A, device=self.device_) for A in graphs]
+        adjs = []
+        for A in graphs:
+            coo = A.tocoo()
+            idx = torch.as_tensor(np.vstack([coo.row, coo.col]), dtype=torch.long)
+            adj = torch.sparse_coo_tensor(idx, torch.ones(coo.nnz), A.shape, check_invariants=False)
+            adj = adj.coalesce().to(self.device_)
+            adjs.append(adj.to_dense() if A.shape[0] <= 5000 else adj)
+        return xs, graphs, a_hats, adjs
+
+    def _forward(self, xs, a_hats):
+        """Branch outputs and the fused embedding: (mus, logvars, x_hats, hs, l, s, alpha_hat)."""
+        mus = logvars = x_hats = hs = None
+        if self.use_semantic:
+            outs = [vae(x) for vae, x in zip(self.vaes_, xs)]
+            mus, logvars, x_hats = (list(t) for t in zip(*outs))
+        if self.use_structure:
+            hs = [gcn(x, a) for gcn, x, a in zip(self.gcns_, xs, a_hats)]
+        l, s, alpha_hat = self.fusion_(mus, hs)
+        return mus, logvars, x_hats, hs, l, s, alpha_hat
+
+    def _encode_loss(self, xs, adjs, mus, logvars, x_hats, hs, rows=None) -> torch.Tensor:
+        """L_Encode; with ``rows`` (a mini-batch) the VAE terms use those rows and the graph term the
+        rows ``rows`` of sigmoid(HHᵀ) against A (an unbiased estimate of the full-matrix mean)."""
+        loss = xs[0].new_zeros(())
+        if self.use_semantic:
+            for x, xh, mu, lv in zip(xs, x_hats, mus, logvars):
+                loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, self.lambda1)
+        if self.use_structure:
+            for h, adj in zip(hs, adjs):
+                if rows is None or adj.is_sparse:
+                    loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen)
+                else:
+                    loss = loss + (torch.sigmoid(h[rows] @ h.T) - adj[rows]).pow(2).mean()
+        return loss
+
+    def _pretrain(self, xs, a_hats, adjs) -> None:
+        """Pretrains L_Encode (VAE + graph reconstruction) with Adam, full batch or mini-batches of
+        ``pretrain_batch_size`` rows (the GCN always propagates over the whole graph)."""
+        encoders = [*self.vaes_.parameters(), *self.gcns_.parameters()]
+        opt = torch.optim.Adam(encoders, lr=self.lr)
+        n = xs[0].shape[0]
+        size = n if self.pretrain_batch_size is None else min(self.pretrain_batch_size, n)
+        for epoch in range(self.pretrain_epochs):
+            order = torch.as_tensor(self._rng.permutation(n), device=self.device_)
+            total = 0.0
+            for start in range(0, n, size):
+                rows = None if size == n else order[start:start + size]
+                mus = logvars = x_hats = hs = None
+                if self.use_semantic:
+                    outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
+                    mus, logvars, x_hats = (list(t) for t in zip(*outs))
+                if self.use_structure:
+                    hs = [gcn(x, a) for gcn, x, a in zip(self.gcns_, xs, a_hats)]
+                loss = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs, rows)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * (n if rows is None else rows.numel()) / n
+            self._log(epoch, "pretrain", {"encode": total, "total": total}, None)
+
+    def _align_loss(self, mus, hs, l, pseudo) -> torch.Tensor:
+        loss = l.new_zeros(())
+        if self.n_views_ > 1:
+            if self.use_semantic:
+                loss = loss + self.lambda2 * distill_loss(mus)
+            if self.use_structure:
+                loss = loss + self.lambda2 * distill_loss(hs)
+        rows = None
+        if self.batch_size is not None and self.batch_size < l.shape[0]:
+            picked = self._rng.choice(l.shape[0], self.batch_size, replace=False)
+            rows = torch.as_tensor(picked, device=l.device)
+        loss = loss + intra_sample_infonce(l, mus, hs, self.tau, rows=rows)
+        if len(np.unique(pseudo)) < 2:
+            self.history_["inter_skipped"] += 1
+        return loss + inter_cluster_triplet(l, pseudo, self.n_triplets, self.margin, self._rng)
+
+    def _log(self, epoch, phase, parts, y, q=None):
+        self.history_["epoch"].append(epoch)
+        self.history_["phase"].append(phase)
+        for key, value in parts.items():
+            self.history_.setdefault(key, []).append(float(value))
+        if y is not None and q is not None:
+            pred = q.argmax(dim=1).cpu().numpy()
+            self.history_.setdefault("acc", []).append(clustering_accuracy(y, pred))
+            self.history_.setdefault("nmi", []).append(float(normalized_mutual_info_score(y, pred)))
+        if self.verbose:
+            print(f"[DREAM] {phase} epoch {epoch}: " + ", ".join(f"{k}={float(v):.4f}" for k, v in parts.items()))
+
+    # ------------------------------------------------------------------ API
+    def fit(self, Xs, y=None):
+        """Fits DREAM on the views ``Xs`` (list of V arrays ``(N, d_v)``); ``y`` only feeds ``history_``.
+
+        Raises:
+            TypeError, ValueError: bad views or hyper-parameters (the message names the argument).
+        """
+        views = check_views(Xs, self.allow_single_view)
+        n = views[0].shape[0]
+        self._check_params(n)
+        if y is not None:
+            y = np.asarray(y).ravel()
+            if y.shape[0] != n:
+                raise ValueError(f"y: expected {n} labels, got {y.shape[0]}")
+        start = time.perf_counter()
+        self.device_ = resolve_device(self.device)
+        seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0]) \
+            if self.random_state is None else int(self.random_state)
+        torch.manual_seed(seed)
+        self._rng = np.random.default_rng(seed)
+        self._torch_gen = torch.Generator().manual_seed(seed)
+        self.n_views_ = len(views)
+        xs, self.graphs_, a_hats, adjs = self._prepare(views)
+        z = self.latent_dim
+        self.vaes_ = torch.nn.ModuleList(ViewVAE(x.shape[1], tuple(self.hidden_dims), z) for x in xs)
+        self.gcns_ = torch.nn.ModuleList(ViewGCN(x.shape[1], self.gcn_hidden, z) for x in xs)
+        self.fusion_ = GatedFusion(self.n_views_, z, mode=self._fusion_mode())
+        self.head_ = StudentTClusterHead(self.n_clusters, z)
+        for module in (self.vaes_, self.gcns_, self.fusion_, self.head_):
+            module.to(self.device_).train()
+        self.history_ = {"epoch": [], "phase": [], "refresh_epochs": [], "inter_skipped": 0}
+
+        self._pretrain(xs, a_hats, adjs)
+
+        with torch.no_grad():
+            l0 = F.normalize(self._forward(xs, a_hats)[4], dim=1).cpu().numpy()
+        km = KMeans(self.n_clusters, n_init=10, random_state=seed % (2**31)).fit(l0)
+        with torch.no_grad():
+            self.head_.centres.copy_(torch.as_tensor(km.cluster_centers_, dtype=torch.float32))
+
+        params = [*self.vaes_.parameters(), *self.gcns_.parameters(), *self.fusion_.parameters(),
+                  *self.head_.parameters()]
+        opt = torch.optim.Adam(params, lr=self.lr)
+        p = pseudo = None
+        for epoch in range(self.epochs):
+            mus, logvars, x_hats, hs, l, _, _ = self._forward(xs, a_hats)
+            q = self.head_(l)
+            if epoch % self.pseudo_update_every == 0:
+                p = dec_target(q.detach())
+                pseudo = p.argmax(dim=1).cpu().numpy()
+                self.history_["refresh_epochs"].append(epoch)
+            encode = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs)
+            clus = cluster_loss(q, p, self.lambda3, self.balance)
+            align = self._align_loss(mus, hs, l, pseudo) if self.use_alignment else l.new_zeros(())
+            total = encode + self.alpha * align + self.beta * clus
+            if not torch.isfinite(total):
+                raise FloatingPointError(f"DREAM: the loss became {float(total)} at epoch {epoch}; lower lr")
+            opt.zero_grad()
+            total.backward()
+            opt.step()
+            parts = {"encode": encode.detach(), "align": align.detach(), "cluster": clus.detach(),
+                     "total": total.detach()}
+            self._log(epoch, "train", parts, y, q.detach())
+            if self.callback is not None:
+                self.callback(self, epoch, {"p": p.clone(), "pseudo": pseudo.copy(), "q": q.detach().clone()})
+
+        for module in (self.vaes_, self.gcns_, self.fusion_, self.head_):
+            module.eval()
+        with torch.no_grad():
+            *_, l, s, alpha_hat = self._forward(xs, a_hats)
+            q = self.head_(l)
+        self._train_views = views
+        self.embedding_ = l.cpu().numpy()
+        self.proba_ = q.cpu().numpy()
+        self.labels_ = self.proba_.argmax(axis=1)
+        self.gate_values_ = s.mean(dim=2).cpu().numpy()
+        self.view_weights_ = alpha_hat.cpu().numpy()
+        self.history_["seconds"] = time.perf_counter() - start
+        return self
+
+    def _embed(self, Xs) -> tuple[torch.Tensor, torch.Tensor]:
+        if not hasattr(self, "labels_"):
+            raise RuntimeError("DREAM: call fit before transform/predict")
+        views = check_views(Xs, self.allow_single_view)
+        if len(views) != self.n_views_:
+            raise ValueError(f"Xs: expected {self.n_views_} views as in fit, got {len(views)}")
+        xs, _, a_hats, _ = self._prepare(views)
+        with torch.no_grad():
+            l = self._forward(xs, a_hats)[4]
+            return l, self.head_(l)
+
+    def transform(self, Xs) -> np.ndarray:
+        """Fused embedding l ``(N, z)`` of ``Xs`` (a new kNN graph is built on ``Xs``; for the
+        training views this equals ``embedding_``)."""
+        return self._embed(Xs)[0].cpu().numpy()
+
+    def predict_proba(self, Xs) -> np.ndarray:
+        """Student-t soft assignments q ``(N, K)`` of ``Xs``."""
+        return self._embed(Xs)[1].cpu().numpy()
+
+    def predict(self, Xs) -> np.ndarray:
+        """Cluster labels argmax_k q_ik ``(N,)`` of ``Xs``."""
+        return self.predict_proba(Xs).argmax(axis=1)
+
+    def fit_predict(self, Xs, y=None, **kwargs) -> np.ndarray:
+        """``fit(Xs, y).labels_``."""
+        return self.fit(Xs, y).labels_

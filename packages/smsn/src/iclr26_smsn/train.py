@@ -1,0 +1,100 @@
+"""Training with uniform modality dropout over the 15 subsets."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .data import labels_to_classes, subset_masks
+from .losses import SMSNLoss
+
+
+@dataclass
+class History:
+    """Per-epoch mean of each loss term (``epochs``: list of dicts) and the number of optimisation steps."""
+
+    epochs: list[dict[str, float]] = field(default_factory=list)
+    steps: int = 0
+
+
+def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-4,
+        modality_dropout: str = "uniform15", seed: int = 0, device=None, steps: int | None = None,
+        loss: SMSNLoss | None = None, callback=None) -> History:
+    """Trains ``model`` with AdamW and a cosine learning-rate decay over the whole run.
+
+    Args:
+        model: ``SMSN`` or ``ParallelFusionNet``.
+        train_set: indexable of ``(image (4, ...), BraTS label (...))`` (e.g. ``PhantomDataset``).
+        epochs: passes over ``train_set`` (ignored when ``steps`` is given).
+        batch_size, lr, weight_decay: optimiser settings.
+        modality_dropout: ``"uniform15"`` (each sample draws one of the 15 subsets) or ``"none"``.
+        seed: seeds the batch order, the subset draws and torch's generator.
+        device: where to train (default: the model's device).
+        steps: total optimisation steps (overrides ``epochs``).
+        loss: the objective (default ``SMSNLoss()``).
+        callback: called as ``callback(epoch, terms)`` after each epoch.
+
+    Returns:
+        ``History``; the model is trained in place.
+
+    Raises:
+        ValueError: bad arguments.
+    """
+    if modality_dropout not in ("uniform15", "none"):
+        raise ValueError(f"modality_dropout: expected 'uniform15' or 'none', got {modality_dropout!r}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if steps is not None and (not isinstance(steps, int) or steps < 1):
+        raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+    if not lr > 0:
+        raise ValueError(f"lr: expected > 0, got {lr!r}")
+    n = len(train_set)
+    if n == 0:
+        raise ValueError("train_set: is empty")
+    device = next(model.parameters()).device if device is None else torch.device(device)
+    model.to(device).train()
+    loss = loss or SMSNLoss()
+    per_epoch = math.ceil(n / batch_size)
+    total = steps if steps is not None else epochs * per_epoch
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
+    subsets = torch.as_tensor(subset_masks())
+    history = History()
+    step, epoch = 0, 0
+    while step < total:
+        order = rng.permutation(n)
+        sums: dict[str, float] = {}
+        count = 0
+        for start in range(0, n, batch_size):
+            if step >= total:
+                break
+            idx = order[start : start + batch_size]
+            items = [train_set[int(i)] for i in idx]
+            x = torch.stack([it[0] for it in items]).to(device)
+            y = labels_to_classes(torch.stack([torch.as_tensor(it[1]) for it in items])).to(device)
+            if modality_dropout == "uniform15":
+                mask = subsets[torch.as_tensor(rng.integers(0, 15, len(idx)))].to(device)
+            else:
+                mask = torch.ones(len(idx), x.shape[1], dtype=torch.bool, device=device)
+            value, terms = loss(model(x, mask), y)
+            opt.zero_grad(set_to_none=True)
+            value.backward()
+            opt.step()
+            sched.step()
+            step += 1
+            count += 1
+            for k, v in terms.items():
+                sums[k] = sums.get(k, 0.0) + v
+        epoch += 1
+        means = {k: v / count for k, v in sums.items()}
+        history.epochs.append(means)
+        if callback is not None:
+            callback(epoch, means)
+    history.steps = step
+    model.eval()
+    return history

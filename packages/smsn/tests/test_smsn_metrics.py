@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from iclr26_smsn import region_dice
+
+
+def _reference(pred, gt, labels):
+    p, g = np.isin(pred, labels), np.isin(gt, labels)
+    if p.sum() + g.sum() == 0:
+        return 1.0
+    return 2 * (p & g).sum() / (p.sum() + g.sum())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_region_dice_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    pred, gt = rng.choice([0, 1, 2, 4], (6, 7)), rng.choice([0, 1, 2, 4], (6, 7))
+    got = region_dice(pred, gt)
+    for region, labels in (("WT", (1, 2, 4)), ("TC", (1, 4)), ("ET", (4,))):
+        assert got[region] == pytest.approx(_reference(pred, gt, labels))
+
+
+def test_empty_cases():
+    z = np.zeros((4, 4), int)
+    assert region_dice(z, z) == {"WT": 1.0, "TC": 1.0, "ET": 1.0}
+    fp = z.copy()
+    fp[0, 0] = 4
+    assert region_dice(fp, z)["ET"] == 0.0
+
+
+def test_bad_labels():
+    with pytest.raises(ValueError, match="pred_labels"):
+        region_dice(np.full((2, 2), 3), np.zeros((2, 2), int))
+    with pytest.raises(ValueError, match="shape"):
+        region_dice(np.zeros((2, 2), int), np.zeros((2, 3), int))
+
+
+def test_region_dice_matches_monai():
+    monai_metrics = pytest.importorskip("monai.metrics")
+    import torch
+
+    rng = np.random.default_rng(0)
+    pred, gt = rng.choice([0, 1, 2, 4], (8, 8)), rng.choice([0, 1, 2, 4], (8, 8))
+    onehot = [np.stack([np.isin(a, r) for r in ((1, 2, 4), (1, 4), (4,))])[None] for a in (pred, gt)]
+    metric = monai_metrics.DiceMetric(include_background=True, reduction="none")
+    ref = metric(torch.as_tensor(onehot[0]).float(), torch.as_tensor(onehot[1]).float())[0].numpy()
+    assert np.allclose(list(region_dice(pred, gt).values()), ref)

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+import torch
+from iclr26_smsn import SMSN, ParallelFusionNet, SMSNLoss, reorder_modalities, subset_masks
+from iclr26_smsn.bench import mask_leakage
+
+WIDTHS = (4, 8, 8)
+
+
+def test_reorder_first_is_available_and_uniform():
+    mask = torch.tensor([[True, False, True, False]]).expand(10_000, -1)
+    gen = torch.Generator().manual_seed(1)
+    order = reorder_modalities(mask, gen)
+    assert torch.equal(order.sort(1).values, torch.arange(4).expand(10_000, -1))
+    first = order[:, 0]
+    assert mask[torch.arange(10_000), first].all()
+    assert abs((first == 0).float().mean().item() - 0.5) < 0.02
+
+
+def test_reorder_deterministic_priority():
+    masks = torch.as_tensor(subset_masks())
+    order = reorder_modalities(masks, random=False)
+    assert masks[torch.arange(15), order[:, 0]].all()
+    assert order[-1].tolist() == [3, 1, 2, 0]
+
+
+@pytest.mark.parametrize("model", [SMSN(widths=WIDTHS), *[ParallelFusionNet(f, widths=WIDTHS)
+                                                         for f in ParallelFusionNet.FUSIONS]],
+                         ids=["smsn", *ParallelFusionNet.FUSIONS])
+def test_no_leakage_untrained(model):
+    torch.manual_seed(0)
+    leak, repeat = mask_leakage(model, torch.randn(2, 4, 8, 8))
+    assert leak <= 1e-6 and repeat <= 1e-6
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_shapes_every_subset(batch, ndim):
+    model = SMSN(ndim=ndim, widths=WIDTHS, recon_target="image" if ndim == 3 else "feature").train()
+    shape = (batch, 4) + (8,) * ndim
+    loss = SMSNLoss()
+    for mask in subset_masks():
+        m = torch.as_tensor(mask).expand(batch, -1)
+        out = model(torch.randn(shape), m)
+        assert out.logits.shape == (batch, 4) + (8,) * ndim
+        assert out.aux["z2"].shape == (batch, 8) + (2,) * ndim
+        assert bool(m[torch.arange(batch), out.aux["order"][:, 0]].all())
+        total, terms = loss(out, torch.randint(0, 4, (batch,) + (8,) * ndim))
+        assert all(np.isfinite(v) for v in terms.values())
+
+
+def test_aux_losses_finite_with_three_missing():
+    model = SMSN(widths=WIDTHS).train()
+    out = model(torch.randn(2, 4, 8, 8), torch.tensor([[0, 0, 0, 1], [1, 0, 0, 0]]))
+    for key in ("kl", "recon", "orth"):
+        assert torch.isfinite(out.aux[key])
+    out.aux["recon"].backward()
+
+
+@pytest.mark.parametrize("x,mask,match", [
+    (torch.randn(2, 4, 8, 8), torch.zeros(2, 4), "all-zero"),
+    (torch.randn(2, 4, 8, 8), torch.ones(2, 3), "mask"),
+    (torch.randn(2, 3, 8, 8), torch.ones(2, 3), "x"),
+    (torch.randn(2, 4, 10, 8), torch.ones(2, 4), "divisible"),
+    (torch.full((2, 4, 8, 8), float("nan")), torch.ones(2, 4), "NaN"),
+])
+def test_bad_input(x, mask, match):
+    with pytest.raises(ValueError, match=match):
+        SMSN(widths=WIDTHS)(x, mask)
+
+
+def test_bad_constructor():
+    with pytest.raises(ValueError, match="fusion"):
+        ParallelFusionNet("sum")
+    with pytest.raises(ValueError, match="recon_target"):
+        SMSN(recon_target="pixels")
