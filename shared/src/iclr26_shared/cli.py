@@ -58,6 +58,15 @@ def add_bench_command(subparsers, benchmarks: Sequence[Benchmark]) -> None:
         p.set_defaults(handler=lambda args: run_bench_command(args, benchmarks))
 
 
+def run_handler(args: argparse.Namespace, errors: tuple[type[BaseException], ...] = (ValueError,)) -> int:
+    """Calls ``args.handler(args)``; an exception in ``errors`` becomes ``error: ...`` on stderr and exit code 2."""
+    try:
+        return int(args.handler(args) or 0)
+    except errors as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
 def use_data_root(root: str | None) -> None:
     """Makes ``--data-root`` the default folder of ``datasets.load`` (through ``$ICLR26_DATA``) for this process."""
     if root is not None:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
-from iclr26_shared.cli import add_bench_command
+from iclr26_shared.cli import add_bench_command, run_handler
 
 from ._plotting import pyplot, save_figure
 from .basins import BasinMap, basin_map
@@ -162,11 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code. Bad arguments exit with a one-line message."""
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except (ValueError, TypeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_handler(args, (ValueError, TypeError))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 from iclr26_shared.device import resolve_device
 
 from . import data, metrics, schedules
@@ -167,11 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_handler(args, (ValueError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 
 from .bench import BENCHMARKS
 from .compressor import MomentCompressor
@@ -187,11 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_handler(args, (ValueError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 from iclr26_shared.device import resolve_device
 
 from .activations import activation_report
@@ -269,11 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "device", "auto") in ("auto", "cpu") and not torch.cuda.is_available():
         torch.set_num_threads(1)
-    try:
-        return args.handler(args)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_handler(args, (ValueError,))
 
 
 if __name__ == "__main__":
