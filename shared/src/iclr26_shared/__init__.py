@@ -2,7 +2,8 @@
 
 Modules: ``device`` (CPU/CUDA resolution), ``seeding`` (reproducible runs),
 ``datasets`` (embedded and local-folder data), ``metrics`` (clustering accuracy),
-``bench`` (the benchmark protocol) and ``cli`` (shared command-line options).
+``cache`` (the per-user cache folder), ``bench`` (the benchmark protocol) and
+``cli`` (shared command-line options).
 torch is imported lazily, so numpy-only packages never pull it in.
 """
 from importlib.metadata import version as _version

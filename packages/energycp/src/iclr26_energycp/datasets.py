@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import sklearn
 from iclr26_shared.bench import atomic_path
+from iclr26_shared.cache import cache_dir
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -24,14 +25,6 @@ from sklearn.neural_network import MLPClassifier
 from ._checks import check_labels, check_matrix
 
 _KEYS = ("train_logits", "train_labels", "pool_logits", "pool_labels", "ood_logits")
-
-
-def cache_dir() -> pathlib.Path:
-    """``$ICLR26_CACHE`` if set, else ``$XDG_CACHE_HOME/iclr26`` (default ``~/.cache/iclr26``)."""
-    if os.environ.get("ICLR26_CACHE"):
-        return pathlib.Path(os.environ["ICLR26_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base).expanduser() / "iclr26"
 
 
 def _corrupt(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -81,7 +74,7 @@ def make_digits_logits(random_state: int = 0, cache: bool = True) -> dict[str, n
     """
     if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
         raise ValueError(f"random_state: expected a non-negative int, got {random_state!r}")
-    path = cache_dir() / f"energycp_digits_logits_rs{random_state}_sklearn{sklearn.__version__}.npz"
+    path = cache_dir("energycp") / f"digits_logits_rs{random_state}_sklearn{sklearn.__version__}.npz"
     if cache and path.exists():
         with np.load(path) as f:
             if all(k in f for k in _KEYS):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pathlib
 import pickle
 
 import numpy as np
+from iclr26_shared.cache import cache_dir
 
 from .grid import socp_opf  # noqa: F401  (the spec's data.socp_opf; lives in grid, needs the [grid] extra)
 from .problem import SOCP, solve
@@ -69,11 +69,6 @@ def random_socp(n: int = 10, m: int = 5, k: int = 3, density: float = 0.3, p: fl
     return SOCP(c=c, A=A, b=b, f=f, g=g, lb=-bounds * np.ones(n), ub=bounds * np.ones(n), p=p)
 
 
-def _cache_root() -> pathlib.Path:
-    base = os.environ.get("ICLR26_CACHE") or os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base) / "iclr26" / "socp-gnn"
-
-
 def calibrate_g_shift(n: int = 10, m: int = 5, k: int = 3, p: float = 2.0, density: float = 0.3,
                       bounds: float = 1.0, lo: float = 0.0, hi: float = 4.0, iterations: int = 7) -> float:
     """The ``g_shift`` making ≈ 50% of instances feasible: bisection on ``PILOT_SIZE`` pilot instances.
@@ -83,7 +78,7 @@ def calibrate_g_shift(n: int = 10, m: int = 5, k: int = 3, p: float = 2.0, densi
     """
     _check_sizes(n, m, k, density, p)
     key = f"gshift_n{n}_m{m}_k{k}_p{p:g}_d{density:g}_b{bounds:g}_s{PILOT_SEED}.json"
-    path = _cache_root() / key
+    path = cache_dir("socp-gnn") / key
     if path.exists():
         return float(json.loads(path.read_text())["g_shift"])
     pilots = [random_socp(n, m, k, density, p, 0.0, bounds, seed=[PILOT_SEED, i]) for i in range(PILOT_SIZE)]
@@ -162,7 +157,7 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
     if g_shift is None:
         g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
     key = hashlib.sha1(repr((task, n_instances, n, m, k, float(p), seed, stream, density, bounds, g_shift)).encode())
-    path = _cache_root() / f"dataset_{task}_{key.hexdigest()[:16]}.pkl"
+    path = cache_dir("socp-gnn") / f"dataset_{task}_{key.hexdigest()[:16]}.pkl"
     if cache and path.exists():
         return load_dataset(path)
     need = {"feasible": n_instances // 2, "infeasible": n_instances - n_instances // 2} if task == "feasibility" \
