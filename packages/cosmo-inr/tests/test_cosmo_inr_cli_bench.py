@@ -27,9 +27,9 @@ def test_fit_cli_round_trip(tmp_path):
     assert data["model"] == "cosmo_rc" and data["best_psnr"] > 0 and png.stat().st_size > 0
 
 
-def test_bad_cli_value_is_a_clean_exit(tmp_path):
-    with pytest.raises(SystemExit, match="keep"):
-        main(["inpaint", "--keep", "2", "--size", "8", "--iters", "1", "--width", "4", "--prior", "none"])
+def test_bad_cli_value_is_a_clean_exit(tmp_path, capsys):
+    assert main(["inpaint", "--keep", "2", "--size", "8", "--iters", "1", "--width", "4", "--prior", "none"]) == 2
+    assert "error: " in (err := capsys.readouterr().err) and "keep" in err
 
 
 def test_smoke_benchmark_writes_the_result_contract(tmp_path):

@@ -49,12 +49,13 @@ def test_calibrate_with_tuning_and_evaluate(tmp_path, capsys):
     assert 0.0 <= out["aps"]["coverage"]["mean"] <= 1.0
 
 
-def test_cli_bad_input_exits_with_message(tmp_path):
+def test_cli_bad_input_exits_with_message(tmp_path, capsys):
     np.save(tmp_path / "bad.npy", np.array([[0.0, np.nan]]))
     np.save(tmp_path / "lab.npy", np.array([0]))
-    with pytest.raises(SystemExit, match="finite"):
-        main(["calibrate", "--cal-logits", str(tmp_path / "bad.npy"), "--cal-labels", str(tmp_path / "lab.npy"),
-              "--device", "cpu", "-o", str(tmp_path / "m.json")])
+    code = main(["calibrate", "--cal-logits", str(tmp_path / "bad.npy"), "--cal-labels", str(tmp_path / "lab.npy"),
+                 "--device", "cpu", "-o", str(tmp_path / "m.json")])
+    assert code == 2 and "finite" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_loaders_read_every_format(tmp_path):

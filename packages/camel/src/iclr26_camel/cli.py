@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 
 from .bench import CAMEL_BENCHMARK
 from .data import load_views
@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-camel``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
@@ -189,10 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "device") and resolve_device(args.device).type == "cpu":
         torch.set_num_threads(1)
-    try:
-        return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from err
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = getattr(args, name, None)
         if value is not None and args.command != "bench" and not pathlib.Path(value).is_absolute():
             setattr(args, name, str(pathlib.Path(args.out) / value))
-    code = args.handler(args)
+    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
     if args.command in ("bench", "reproduce"):
         _flag_central_claim(args)
     return code

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 
 from .bench import BENCHMARK
 from .datasets import load_logits, make_digits_logits, tune_pool_split
@@ -227,7 +227,4 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except (ValueError, TypeError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from None
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))

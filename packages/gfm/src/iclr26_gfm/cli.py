@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, result_path
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -132,11 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [a for a in argv if a != "--quick"] + ["--scale", "quick"]
     args = build_parser().parse_args(argv)
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    try:
-        code = int(args.handler(args) or 0)
-        if args.command in ("bench", "reproduce"):
-            print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
-        return code
-    except (ValueError, TypeError, FileNotFoundError) as err:
-        print(f"iclr26-gfm: error: {err}", file=sys.stderr)
-        return 2
+    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    if code != 2 and args.command in ("bench", "reproduce"):
+        print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
+    return code

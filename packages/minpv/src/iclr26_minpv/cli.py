@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 
 from .bench import MINPV
 from .data import gaussian_mi_joint, gaussian_mi_task
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for a in argv:  # `--quick` is shorthand for `--scale quick`
         expanded += ["--scale", "quick"] if a == "--quick" else [a]
     args = build_parser().parse_args(expanded)
-    return args.handler(args)
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":

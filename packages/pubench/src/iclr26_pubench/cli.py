@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 
 from .bench import PUBENCH
 from .data import CASE_CONTROL_MODES, LABELINGS, SCHEMES, make_benchmark_splits
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":

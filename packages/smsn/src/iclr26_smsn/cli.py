@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, result_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    code = args.handler(args)
+    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
     if args.command in ("bench", "reproduce"):
         _report_central_claim(args)
     return code

@@ -4,12 +4,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import pathlib
-import sys
 from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARKS, OPF, inference_timing
@@ -175,11 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "out_default", None) and args.out == "results" and args.command in ("generate", "train"):
         args.out = args.out_default
-    try:
-        return int(args.handler(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError, ImportError))
 
 
 if __name__ == "__main__":

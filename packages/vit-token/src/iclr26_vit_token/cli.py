@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options
+from iclr26_shared.cli import add_bench_command, common_options, run_handler
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "benchmark":
         argv[0] = "bench"
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":
