@@ -136,6 +136,23 @@ def test_graph_recon_sampled_matches_dense_in_expectation():
     assert abs(float(est) / float(dense) - 1) < 0.05
 
 
+def test_graph_recon_balanced_weighting_and_row_batches_match_closed_forms():
+    X = np.random.default_rng(1).normal(size=(60, 4))
+    adj = torch.as_tensor(knn_graph(X, k=5).toarray(), dtype=torch.float32)
+    H = torch.randn(60, 4, generator=torch.Generator().manual_seed(1))
+    err = (torch.sigmoid(H @ H.T) - adj).pow(2)
+    balanced = 0.5 * err[adj == 1].mean() + 0.5 * err[adj == 0].mean()
+    assert torch.allclose(graph_recon_loss(H, adj, sampled=False, weighting="balanced"), balanced)
+    rows = torch.tensor([3, 7, 11])
+    assert torch.allclose(graph_recon_loss(H, adj, sampled=False, rows=rows), err[rows].mean())
+    g = torch.Generator().manual_seed(3)
+    est = torch.stack([graph_recon_loss(H, adj.to_sparse(), sampled=True, generator=g, weighting="balanced")
+                       for _ in range(200)]).mean()
+    assert abs(float(est) / float(balanced) - 1) < 0.05
+    with pytest.raises(ValueError, match="weighting"):
+        graph_recon_loss(H, adj, weighting="bce")
+
+
 def _naive_infonce(l, mus, hs, tau):
     total, n, V = 0.0, l.shape[0], len(mus)
     cos = torch.nn.functional.cosine_similarity

@@ -52,7 +52,7 @@ def test_ablations_run(data, kwargs):
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_clusters": 1}, "n_clusters"), ({"n_clusters": 80}, "n_clusters"), ({"k_neighbors": 80}, "k_neighbors"),
     ({"tau": 0.0}, "tau"), ({"margin": -1.0}, "margin"), ({"lr": 0}, "lr"), ({"fusion": "max"}, "fusion"),
-    ({"use_semantic": False, "use_structure": False}, "use_semantic"),
+    ({"use_semantic": False, "use_structure": False}, "use_semantic"), ({"graph_weighting": "bce"}, "graph_weighting"),
 ])
 def test_bad_hyperparameters(data, kwargs, match):
     Xs, _ = data
@@ -98,10 +98,12 @@ def test_cli_fit_and_inspect_round_trip(tmp_path, capsys, data):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0 <= metrics["acc"] <= 1 and metrics["n"] == 80 and metrics["n_views"] == 2
     assert np.load(out / "embedding.npy").shape == (80, 64)
-    with pytest.raises(SystemExit, match="--force"):
-        main(args)
     assert main(["inspect-gates", "--run", str(out)]) == 0
     assert "semantic share" in capsys.readouterr().out
+    assert main(args) == 2
+    assert "error: --out" in capsys.readouterr().err
+    assert main(["fit", "--data", "nonexistent", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    assert "error: data: expected one of" in capsys.readouterr().err
 
 
 def test_bench_smoke_writes_the_json_contract(tmp_path):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress
+from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
 
 from .bench import BENCHMARKS, METHODS, VARIANTS, run_method, scores
 from .data import load_views
@@ -22,7 +22,7 @@ def _out_dir(path: str, files: Sequence[str], force: bool) -> pathlib.Path:
     out = pathlib.Path(path)
     existing = [f for f in files if (out / f).exists()]
     if existing and not force:
-        raise SystemExit(f"{out}: {', '.join(existing)} already exist; pass --force to overwrite")
+        raise ValueError(f"--out: {out} already holds {', '.join(existing)}; pass --force to overwrite")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -38,7 +38,7 @@ def _ints(text: str, what: str) -> list[int]:
     try:
         return [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise SystemExit(f"--{what}: expected comma-separated integers, got {text!r}") from None
+        raise ValueError(f"--{what}: expected comma-separated integers, got {text!r}") from None
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -74,7 +74,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     methods = [m for m in args.methods.split(",") if m]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        raise SystemExit(f"--methods: expected names among {list(METHODS)}, got {unknown}")
+        raise ValueError(f"--methods: expected names among {list(METHODS)}, got {unknown}")
     seeds = _ints(args.seeds, "seeds")
     schedule = {"pretrain_epochs": args.pretrain_epochs, "epochs": args.epochs}
     grid = [(d, m, s) for d in datas for m in methods for s in seeds]
@@ -99,7 +99,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_inspect_gates(args: argparse.Namespace) -> int:
     path = pathlib.Path(args.run) / "gates.csv"
     if not path.is_file():
-        raise SystemExit(f"--run: {path} not found; point at a folder written by 'iclr26-dream fit'")
+        raise FileNotFoundError(f"--run: {path} not found; point at a folder written by 'iclr26-dream fit'")
     with path.open(encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader)
@@ -148,10 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-dream``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"iclr26-dream {args.command}: {err}") from None
+    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -17,15 +17,23 @@ def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
 
 
 def vae_loss(x: torch.Tensor, x_hat: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor,
-             lambda1: float = 1e-3) -> torch.Tensor:
+             lambda1: float = 1.0) -> torch.Tensor:
     """(1/N)‖X̂ − X‖_F² + λ₁ (1/N) Σ_i KL_i for one view (inputs ``(N, d)`` and ``(N, z)``)."""
     n = x.shape[0]
     return (x_hat - x).pow(2).sum() / n + lambda1 * gaussian_kl(mu, logvar).sum() / n
 
 
+GRAPH_WEIGHTINGS = ("uniform", "balanced")
+
+
 def graph_recon_loss(H: torch.Tensor, A: torch.Tensor, sampled: bool | None = None,
-                     generator: torch.Generator | None = None) -> torch.Tensor:
-    """L_Structure of one view: (1/N²)‖sigmoid(HHᵀ) − A‖_F².
+                     generator: torch.Generator | None = None, weighting: str = "uniform",
+                     rows: torch.Tensor | None = None) -> torch.Tensor:
+    """L_Structure of one view: (1/N²)‖sigmoid(HHᵀ) − A‖_F² (``weighting="uniform"``, the spec's form).
+
+    ``weighting="balanced"`` gives edges and non-edges equal total weight:
+    ½ mean_{A_ij=1}(σ_ij − 1)² + ½ mean_{A_ij=0} σ_ij² (the usual GAE re-weighting; with ~1 % edges the
+    uniform mean is minimised by H ≈ 0, σ ≡ ½, where the branch learns nothing).
 
     Args:
         H: ``(N, z)`` structural embedding.
@@ -34,26 +42,40 @@ def graph_recon_loss(H: torch.Tensor, A: torch.Tensor, sampled: bool | None = No
             all positive edges plus as many uniformly drawn pairs, keeps those that are
             non-edges, and reweights both parts to the full-matrix mean; no N×N tensor is formed.
         generator: for the sampled pairs.
+        weighting: ``"uniform"`` or ``"balanced"``.
+        rows: optional row indices (dense only): the loss of the rows ``rows`` of sigmoid(HHᵀ) − A,
+            an unbiased mini-batch estimate.
 
     Returns:
         A scalar tensor.
     """
+    if weighting not in GRAPH_WEIGHTINGS:
+        raise ValueError(f"weighting: expected one of {GRAPH_WEIGHTINGS}, got {weighting!r}")
     n = H.shape[0]
     if sampled is None:
         sampled = n > DENSE_LIMIT
     if not sampled:
         dense = A.to_dense() if A.is_sparse else A
-        return (torch.sigmoid(H @ H.T) - dense).pow(2).mean()
+        left = H if rows is None else H[rows]
+        target = dense if rows is None else dense[rows]
+        err = (torch.sigmoid(left @ H.T) - target).pow(2)
+        if weighting == "uniform":
+            return err.mean()
+        n_pos = target.sum().clamp_min(1.0)
+        n_neg = (target.numel() - target.sum()).clamp_min(1.0)
+        return 0.5 * (err * target).sum() / n_pos + 0.5 * (err * (1 - target)).sum() / n_neg
     A = A.coalesce() if A.is_sparse else A.to_sparse().coalesce()
-    rows, cols = A.indices()
-    n_edges = rows.numel()
-    pos = torch.sigmoid((H[rows] * H[cols]).sum(dim=1))
+    rows_, cols = A.indices()
+    n_edges = rows_.numel()
+    pos = torch.sigmoid((H[rows_] * H[cols]).sum(dim=1))
     pairs = torch.randint(0, n * n, (max(n_edges, 1),), generator=generator, device="cpu").to(H.device)
-    is_edge = torch.isin(pairs, rows * n + cols)
+    is_edge = torch.isin(pairs, rows_ * n + cols)
     pairs = pairs[~is_edge]
     i, j = pairs // n, pairs % n
     neg = torch.sigmoid((H[i] * H[j]).sum(dim=1))
     neg_mean = neg.pow(2).mean() if neg.numel() else H.sum() * 0
+    if weighting == "balanced":
+        return 0.5 * (pos - 1).pow(2).mean() + 0.5 * neg_mean
     return ((pos - 1).pow(2).sum() + (n * n - n_edges) * neg_mean) / (n * n)
 
 

@@ -17,6 +17,7 @@ from torch.nn import functional as F
 from .data import PREPROCESS, preprocess_view
 from .graph import knn_graph, normalize_adjacency
 from .losses import (
+    GRAPH_WEIGHTINGS,
     cluster_loss,
     dec_target,
     distill_loss,
@@ -67,6 +68,13 @@ class DREAM(ClusterMixin, BaseEstimator):
     ``graph_metric`` (``"cosine"``, the paper's; ``"euclidean"``) choose the input normalisation and the
     kNN metric; the row-ℓ2/cosine pair discards row norms, which carry the class in ring-like data.
 
+    ``lambda1`` (default 1, the standard VAE weight; *inferred*, the paper gives none): with 1e-3 the
+    VAE means grew to norms 5-11, λ₂ = 10 times the cross-view distillation (≈ 600) outweighed every
+    other loss (≈ 10) and l was carried by the weaker semantic means; at 1 the VAE means shrink
+    towards 0 (posterior collapse) and the GCN branch carries l (see the README).
+    ``graph_weighting`` (``"uniform"``, the spec's (1/N²)‖σ(HHᵀ) − A‖²;
+    ``"balanced"``: edges and non-edges weighted equally).
+
     ``pretrain_batch_size`` (default 256; ``None`` = full batch): pretraining uses mini-batches of rows
     (*inferred*; full-batch pretraining gives one Adam step per epoch and left the encoders so
     under-trained that the k-means start was poor and joint training collapsed). ``balance`` (default
@@ -83,12 +91,12 @@ class DREAM(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters: int, latent_dim: int = 64, hidden_dims=(256, 128), gcn_hidden: int = 128,
                  k_neighbors: int = 10, fusion: str = "gate", use_semantic: bool = True, use_structure: bool = True,
-                 use_alignment: bool = True, alpha: float = 1.0, beta: float = 1.0, lambda1: float = 1e-3,
+                 use_alignment: bool = True, alpha: float = 1.0, beta: float = 1.0, lambda1: float = 1.0,
                  lambda2: float = 10.0, lambda3: float = 1.0, tau: float = 0.5, margin: float = 1.0,
                  n_triplets: int = 2048, pseudo_update_every: int = 3, pretrain_epochs: int = 100,
                  epochs: int = 150, lr: float = 1e-3, batch_size: int | None = None, device: str = "auto",
                  random_state=None, preprocess: str = "zscore_l2", graph_metric: str = "cosine",
-                 balance: float = 0.0, pretrain_batch_size: int | None = 256,
+                 balance: float = 0.0, graph_weighting: str = "uniform", pretrain_batch_size: int | None = 256,
                  allow_single_view: bool = False, callback=None, verbose: bool = False):
         self.n_clusters = n_clusters
         self.latent_dim = latent_dim
@@ -117,6 +125,7 @@ class DREAM(ClusterMixin, BaseEstimator):
         self.preprocess = preprocess
         self.graph_metric = graph_metric
         self.balance = balance
+        self.graph_weighting = graph_weighting
         self.pretrain_batch_size = pretrain_batch_size
         self.allow_single_view = allow_single_view
         self.callback = callback
@@ -154,6 +163,8 @@ class DREAM(ClusterMixin, BaseEstimator):
             raise ValueError(f"fusion: expected one of {FUSIONS}, got {self.fusion!r}")
         if self.preprocess not in PREPROCESS:
             raise ValueError(f"preprocess: expected one of {PREPROCESS}, got {self.preprocess!r}")
+        if self.graph_weighting not in GRAPH_WEIGHTINGS:
+            raise ValueError(f"graph_weighting: expected one of {GRAPH_WEIGHTINGS}, got {self.graph_weighting!r}")
         if self.graph_metric not in ("cosine", "euclidean"):
             raise ValueError(f"graph_metric: expected 'cosine' or 'euclidean', got {self.graph_metric!r}")
         if not (self.use_semantic or self.use_structure):
@@ -210,10 +221,8 @@ class DREAM(ClusterMixin, BaseEstimator):
                 loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, self.lambda1)
         if self.use_structure:
             for h, adj in zip(hs, adjs):
-                if rows is None or adj.is_sparse:
-                    loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen)
-                else:
-                    loss = loss + (torch.sigmoid(h[rows] @ h.T) - adj[rows]).pow(2).mean()
+                loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen, weighting=self.graph_weighting,
+                                               rows=None if adj.is_sparse else rows)
         return loss
 
     def _pretrain(self, xs, a_hats, adjs) -> None:
