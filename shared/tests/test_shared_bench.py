@@ -1,4 +1,6 @@
 import json
+import os
+import stat
 
 import pytest
 from iclr26_shared.bench import (
@@ -107,3 +109,12 @@ def test_bench_command_forwards_data_root_and_exit_codes(tmp_path, monkeypatch, 
     args = parser.parse_args([*base, "--strict", "--force"])
     assert args.handler(args) == 1
     assert "FAIL  c" in capsys.readouterr().out
+
+
+def test_atomic_write_gets_the_umask_permissions_not_mkstemps(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        path = write_json_atomic(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

@@ -208,7 +208,8 @@ def _jsonable(obj: Any) -> Any:
 def atomic_path(path: str | os.PathLike) -> Iterator[pathlib.Path]:
     """Yields a temporary path beside ``path`` (same suffix); renames it onto ``path`` only on success.
 
-    An interrupted write leaves any previous file at ``path`` untouched.
+    An interrupted write leaves any previous file at ``path`` untouched. The file gets the permissions a
+    plain ``open(path, "w")`` would give (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``.
     """
     target = pathlib.Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +218,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[pathlib.Path]:
     tmp_path = pathlib.Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():
+            umask = os.umask(0)
+            os.umask(umask)
+            tmp_path.chmod(0o666 & ~umask)
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)
