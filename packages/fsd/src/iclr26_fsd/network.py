@@ -1,0 +1,132 @@
+"""The shared backbone: a patch-stem vision encoder and a pre-LN prefix-LM transformer with a KV cache.
+
+Sequence = [64 visual tokens; prompt tokens; output tokens]. Attention is bidirectional over the prefix
+(visual + prompt, padding masked) and causal over the outputs, which also see the whole prefix.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Backbone sizes (the API default is the spec's ~0.4M-parameter model)."""
+
+    vocab_size: int
+    d_model: int = 96
+    n_layers: int = 3
+    n_heads: int = 4
+    d_mlp: int = 384
+    image_size: int = 64
+    max_prompt: int = 16
+    max_out: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "n_layers", "n_heads", "d_mlp", "max_prompt", "max_out"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        if self.d_model % self.n_heads or self.d_model % 2:
+            raise ValueError(f"d_model: expected an even multiple of n_heads={self.n_heads}, got {self.d_model}")
+        if self.image_size % 8 or self.image_size < 8:
+            raise ValueError(f"image_size: expected a positive multiple of 8, got {self.image_size}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block; ``forward`` also returns this layer's keys and values (for the cache)."""
+
+    def __init__(self, cfg: NetConfig):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_mlp), nn.GELU(), nn.Linear(cfg.d_mlp, cfg.d_model))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """x (B, T, d); mask (B, 1, T, T_past + T), True = may attend; past: keys, values (B, h, T_past, d/h)."""
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x)), (k, v)
+
+
+class PrefixLM(nn.Module):
+    """Vision stem (3x3 stride-2 conv 3->32, GELU, 4x4 stride-4 patch conv 32->d) + prefix-LM transformer."""
+
+    def __init__(self, cfg: NetConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.GELU(), nn.Conv2d(32, d, 4, 4))
+        n_vis = (cfg.image_size // 8) ** 2
+        self.vis_pos = nn.Parameter(torch.randn(1, n_vis, d) * 0.02)
+        self.prompt_pos = nn.Parameter(torch.randn(1, cfg.max_prompt, d) * 0.02)
+        self.out_pos = nn.Parameter(torch.randn(1, cfg.max_out, d) * 0.02)
+        self.tok = nn.Embedding(cfg.vocab_size, d)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, cfg.vocab_size)
+
+    def prefix(self, images: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        """Embeds images uint8 (B, S, S, 3) and prompt ids (B, P) -> (B, n_vis + P, d)."""
+        x = images.permute(0, 3, 1, 2).float() / 255.0 - 0.5
+        vis = self.stem(x).flatten(2).transpose(1, 2) + self.vis_pos
+        return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1)
+
+    def _keys_valid(self, prompt_mask: torch.Tensor) -> torch.Tensor:
+        n_vis = self.vis_pos.shape[1]
+        ones = torch.ones(prompt_mask.shape[0], n_vis, dtype=torch.bool, device=prompt_mask.device)
+        return torch.cat([ones, prompt_mask], 1)
+
+    def forward(self, images: torch.Tensor, prompt: torch.Tensor, prompt_mask: torch.Tensor,
+                out_in: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits (B, L, V) for the output positions.
+
+        Args:
+            images: uint8 (B, S, S, 3); prompt: ids (B, P); prompt_mask: bool (B, P), False at padding;
+            out_in: ids (B, L) fed to the outputs (``<bos>`` then the target shifted right).
+        """
+        pre = self.prefix(images, prompt)
+        n_pre, n_out = pre.shape[1], out_in.shape[1]
+        x = torch.cat([pre, self.tok(out_in) + self.out_pos[:, :n_out]], 1)
+        t = n_pre + n_out
+        i = torch.arange(t, device=x.device)
+        causal = (i[None, :] < n_pre) | (i[None, :] <= i[:, None]) & (i[:, None] >= n_pre)
+        valid = torch.cat([self._keys_valid(prompt_mask),
+                           torch.ones(x.shape[0], n_out, dtype=torch.bool, device=x.device)], 1)
+        mask = causal[None, None] & valid[:, None, None, :]
+        for blk in self.blocks:
+            x, _ = blk(x, mask)
+        return self.head(self.ln_f(x[:, n_pre:]))
+
+    def encode(self, images: torch.Tensor, prompt: torch.Tensor, prompt_mask: torch.Tensor) -> dict:
+        """Runs the prefix once; returns the cache ``{"kv": [(k, v) per layer], "valid": (B, n_pre) bool}``."""
+        x = self.prefix(images, prompt)
+        valid = self._keys_valid(prompt_mask)
+        mask = valid[:, None, None, :].expand(-1, 1, x.shape[1], -1)
+        kv = []
+        for blk in self.blocks:
+            x, layer_kv = blk(x, mask)
+            kv.append(layer_kv)
+        return {"kv": kv, "valid": valid}
+
+    def step(self, cache: dict, token: torch.Tensor, position: int) -> torch.Tensor:
+        """Feeds output token ids (B,) at output ``position``; returns next-token logits (B, V); extends the cache."""
+        x = self.tok(token)[:, None] + self.out_pos[:, position:position + 1]
+        valid = torch.cat([cache["valid"], torch.ones(x.shape[0], 1, dtype=torch.bool, device=x.device)], 1)
+        mask = valid[:, None, None, :]
+        for j, blk in enumerate(self.blocks):
+            x, cache["kv"][j] = blk(x, mask, cache["kv"][j])
+        cache["valid"] = valid
+        return self.head(self.ln_f(x[:, 0]))
