@@ -113,3 +113,19 @@ def test_automaton_without_cot_starts_with_the_answer():
     auto = aids_automaton(vocab, cot=False)
     assert np.flatnonzero(auto.allowed[0]).tolist() == [vocab.stoi["<Answer>"]]
     assert auto.max_length == 1 + 6 + 8 + 18 + 1 + 1
+
+
+def test_patch_code_and_coordinate_readout_name_the_same_pixels():
+    model = FSDTiny(seed=0, d_model=48, n_layers=1, n_heads=4, d_mlp=32)
+    net, half = model.net, 24
+    code = net.coord_code[:, :half]  # (64 bins, d/2): the code of each pixel column/row
+    for patch in range(64):
+        row, col = divmod(patch, 8)
+        x_code, y_code = net.vis_code[0, patch, :half], net.vis_code[0, patch, half:]
+        assert int(torch.argmax(code @ x_code)) in (8 * col + 3, 8 * col + 4)  # the patch's centre column
+        assert int(torch.argmax(code @ y_code)) in (8 * row + 3, 8 * row + 4)  # the patch's centre row (y down)
+    h = torch.randn(3, 48)
+    lo = model.vocab.stoi["<c0>"]
+    extra = net.logits(h) - net.head(net.ln_f(h))
+    assert torch.allclose(extra[:, lo:lo + 64], h @ net.coord_code.T, atol=1e-5)
+    assert torch.count_nonzero(extra[:, :lo]) == 0 and torch.count_nonzero(extra[:, lo + 64:]) == 0

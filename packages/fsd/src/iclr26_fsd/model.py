@@ -55,7 +55,8 @@ class TokenPolicy:
         from iclr26_shared.device import resolve_device
 
         self.vocab = vocab
-        self.config = NetConfig(len(vocab), d_model, n_layers, n_heads, d_mlp, image_size, 16, max_out)
+        self.config = NetConfig(len(vocab), d_model, n_layers, n_heads, d_mlp, image_size, 16, max_out,
+                                vocab.stoi["<c0>"], vocab.coord_bins)
         self.seed = int(seed)
         self.device = resolve_device(device)
         with torch.random.fork_rng(devices=[]):

@@ -2,6 +2,13 @@
 
 Sequence = [64 visual tokens; prompt tokens; output tokens]. Attention is bidirectional over the prefix
 (visual + prompt, padding masked) and causal over the outputs, which also see the whole prefix.
+
+Coordinates are anchored to pixels by one shared sinusoidal code (``position_code``): each visual token
+carries the code of its patch centre (x in the first half of the channels, y in the second) beside its
+learned position embedding, and the logit of coordinate token ``<ck>`` gets the extra term
+``h . [code(k); code(k)]`` (a tied readout). Copying a patch's code to an output then already names that
+patch's coordinate. Without it a model trained from scratch memorises positions per image instead of
+learning to read them (see the package README, "Why the coordinates were at chance").
 """
 from __future__ import annotations
 
@@ -24,19 +31,39 @@ class NetConfig:
     image_size: int = 64
     max_prompt: int = 16
     max_out: int = 64
+    coord_start: int = 0
+    coord_bins: int = 0
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "d_mlp", "max_prompt", "max_out"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-        if self.d_model % self.n_heads or self.d_model % 2:
-            raise ValueError(f"d_model: expected an even multiple of n_heads={self.n_heads}, got {self.d_model}")
+        if self.d_model % self.n_heads or self.d_model % 4:
+            raise ValueError(f"d_model: expected a multiple of 4 and of n_heads={self.n_heads}, got {self.d_model}")
+        if self.coord_start < 0 or self.coord_bins < 0 or self.coord_start + self.coord_bins > self.vocab_size:
+            raise ValueError(f"coord_start, coord_bins: expected a token range inside the vocabulary of "
+                             f"{self.vocab_size}, got {self.coord_start}, {self.coord_bins}")
         if self.image_size % 8 or self.image_size < 8:
             raise ValueError(f"image_size: expected a positive multiple of 8, got {self.image_size}")
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+PATCH = 8  # pixels per visual token side (stride-2 conv, then stride-4 patch conv)
+
+
+def position_code(p: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal code of positions ``p`` (N,) in patch units -> (N, dim): ``[sin(p w_j), cos(p w_j)]``.
+
+    ``dim // 2`` frequencies ``w_j = 3 * 20^(-j / (dim // 2))`` rad per patch: the fastest turns 0.375 rad
+    per pixel (so neighbouring pixels differ), the slowest about 0.2 rad per patch (so distant patches do).
+    """
+    q = dim // 2
+    w = 3.0 * 20.0 ** (-torch.arange(q, dtype=torch.float32) / q)
+    a = p.float()[:, None] * w
+    return torch.cat([torch.sin(a), torch.cos(a)], 1)
 
 
 class Block(nn.Module):
@@ -69,8 +96,16 @@ class PrefixLM(nn.Module):
         self.cfg = cfg
         d = cfg.d_model
         self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.GELU(), nn.Conv2d(32, d, 4, 4))
-        n_vis = (cfg.image_size // 8) ** 2
+        g = cfg.image_size // PATCH
+        n_vis = g * g
         self.vis_pos = nn.Parameter(torch.randn(1, n_vis, d) * 0.02)
+        half = d // 2
+        axis = position_code(torch.arange(g), half)  # (g, d/2), patch centres in patch units
+        code = torch.cat([axis[None, :, :].expand(g, g, half), axis[:, None, :].expand(g, g, half)], -1)
+        self.register_buffer("vis_code", code.reshape(1, n_vis, d), persistent=False)
+        # coordinate bin k covers pixels [k S/B, (k+1) S/B); its centre in patch units:
+        centre = ((torch.arange(cfg.coord_bins) + 0.5) * cfg.image_size / max(cfg.coord_bins, 1)) / PATCH - 0.5
+        self.register_buffer("coord_code", position_code(centre, half).repeat(1, 2), persistent=False)
         self.prompt_pos = nn.Parameter(torch.randn(1, cfg.max_prompt, d) * 0.02)
         self.out_pos = nn.Parameter(torch.randn(1, cfg.max_out, d) * 0.02)
         self.tok = nn.Embedding(cfg.vocab_size, d)
@@ -81,7 +116,7 @@ class PrefixLM(nn.Module):
     def prefix(self, images: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
         """Embeds images uint8 (B, S, S, 3) and prompt ids (B, P) -> (B, n_vis + P, d)."""
         x = images.permute(0, 3, 1, 2).float() / 255.0 - 0.5
-        vis = self.stem(x).flatten(2).transpose(1, 2) + self.vis_pos
+        vis = self.stem(x).flatten(2).transpose(1, 2) + self.vis_pos + self.vis_code
         return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1)
 
     def _keys_valid(self, prompt_mask: torch.Tensor) -> torch.Tensor:
@@ -108,7 +143,15 @@ class PrefixLM(nn.Module):
         mask = causal[None, None] & valid[:, None, None, :]
         for blk in self.blocks:
             x, _ = blk(x, mask)
-        return self.head(self.ln_f(x[:, n_pre:]))
+        return self.logits(x[:, n_pre:])
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (..., d) -> logits (..., V): the linear head plus the tied coordinate readout."""
+        out = self.head(self.ln_f(h))
+        lo, n = self.cfg.coord_start, self.cfg.coord_bins
+        if n == 0:
+            return out
+        return torch.cat([out[..., :lo], out[..., lo:lo + n] + h @ self.coord_code.T, out[..., lo + n:]], -1)
 
     def encode(self, images: torch.Tensor, prompt: torch.Tensor, prompt_mask: torch.Tensor) -> dict:
         """Runs the prefix once; returns the cache ``{"kv": [(k, v) per layer], "valid": (B, n_pre) bool}``."""
@@ -129,4 +172,4 @@ class PrefixLM(nn.Module):
         for j, blk in enumerate(self.blocks):
             x, cache["kv"][j] = blk(x, mask, cache["kv"][j])
         cache["valid"] = valid
-        return self.head(self.ln_f(x[:, 0]))
+        return self.logits(x[:, 0])
