@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import json
 import pathlib
+import warnings
 
-from iclr26_shared.bench import Result, atomic_path
+from iclr26_shared.bench import Claim, Result, atomic_path, check_result
 
 
 def load_results(folder: str | pathlib.Path) -> list[Result]:
-    """Every ``*.json`` result in ``folder``, sorted by benchmark, scale and seed.
+    """Every valid result ``*.json`` in ``folder``, sorted by benchmark, scale and seed.
+
+    Dotfiles (temporary files of a write in progress, locks) are skipped; unreadable or invalid files are
+    skipped with a warning naming each.
 
     Raises:
         FileNotFoundError: ``folder`` does not exist.
@@ -19,9 +23,12 @@ def load_results(folder: str | pathlib.Path) -> list[Result]:
             f"results folder {str(path)!r} does not exist; run `iclr26-bench run --out {path}` first")
     results = []
     for f in sorted(path.glob("*.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and "benchmark" in data and "claims" in data:
-            results.append(Result.from_dict(data))
+        if f.name.startswith("."):
+            continue
+        try:
+            results.append(check_result(json.loads(f.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as err:
+            warnings.warn(f"{f}: skipped, not a valid result ({err})", stacklevel=2)
     return sorted(results, key=lambda r: (r.benchmark, r.scale, r.seed, r.device))
 
 
@@ -39,6 +46,14 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines
 
 
+def _seeds(c: Claim) -> list[str]:
+    """Interval and wins of a claim over seeds, blank for a single-run claim."""
+    if not c.per_seed:
+        return ["", ""]
+    ps = c.per_seed
+    return [f"[{ps['low']:.4g}, {ps['high']:.4g}]", f"{ps['wins']}/{ps['n']}"]
+
+
 def render(results: list[Result]) -> str:
     """The Markdown text of the report."""
     claims = [(r, c) for r in results for c in r.claims]
@@ -46,10 +61,17 @@ def render(results: list[Result]) -> str:
     held = sum(c.holds for _, c in claims)
     out = ["# iclr26 benchmark report", "",
            f"{len(results)} result(s), {len(claims)} claim(s), {held} hold, "
-           f"{len(claims) - held} do not; {len(failed)} benchmark(s) failed to run.", "", "## Claims", ""]
-    out += _table(["benchmark", "scale", "seed", "claim", "paper", "measured", "criterion", "holds"],
-                  [[r.benchmark, r.scale, r.seed, c.name, c.paper, c.measured, c.criterion, c.holds]
+           f"{len(claims) - held} do not; {len(failed)} benchmark(s) failed to run.", "",
+           "Claims over seeds show the mean (of the paired differences, for a comparison), its 90% interval "
+           "and on how many seeds it held; the per-seed numbers are in the JSON.", "", "## Claims", ""]
+    out += _table(["benchmark", "scale", "seed", "claim", "paper", "measured (mean)", "90% interval", "wins",
+                   "criterion", "holds"],
+                  [[r.benchmark, r.scale, r.seed, c.name, c.paper, c.measured, *_seeds(c), c.criterion, c.holds]
                    for r, c in claims])
+    out += ["", "## Wall time", ""]
+    out += _table(["benchmark", "scale", "seed", "device", "threads", "seconds"],
+                  [[r.benchmark, r.scale, r.seed, r.device, r.versions.get("threads", ""), r.seconds]
+                   for r in results])
     if failed:
         out += ["", "## Failed benchmarks", ""]
         for r in failed:

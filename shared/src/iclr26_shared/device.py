@@ -5,6 +5,8 @@ for numpy-only packages.
 """
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,3 +74,36 @@ def to_device(obj: Any, device: Any):
         return type(obj)(*moved) if hasattr(obj, "_fields") else type(obj)(moved)
     to = getattr(obj, "to", None)
     return to(dev) if callable(to) else obj
+
+
+def cpu_count() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def set_threads(n: int | None = None) -> int:
+    """Sizes the CPU thread pools: torch's intra-op pool (when torch is imported) and BLAS/OpenMP.
+
+    Args:
+        n: threads to use; ``None`` uses every core (``cpu_count()``).
+
+    Returns:
+        The number of threads now in use.
+
+    Raises:
+        ValueError: ``n`` is not a positive integer.
+    """
+    if n is None:
+        n = cpu_count()
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads: expected a positive integer, got {n!r}")
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)  # applies to the BLAS/OpenMP libraries loaded so far, until changed again
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 
 import torch
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARKS
@@ -109,7 +109,7 @@ def cmd_refine_pose(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-active-gs", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-active-gs", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     backend = {"default": "auto", "choices": ("auto", "torch", "gsplat"), "help": "rasteriser (default auto)"}
 
@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["bench"], ["benchmark"], ["reproduce"]) and len(argv) > 1 and not argv[1].startswith("-"):
         argv = [argv[0], "--only", *_expand(argv[1]), *argv[2:]]
-    return run_handler(build_parser().parse_args(argv), errors=(ValueError, RuntimeError))
+    return call_handler(build_parser().parse_args(argv))
 
 
 def _expand(name: str) -> list[str]:

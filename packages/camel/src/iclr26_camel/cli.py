@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 
 from .bench import CAMEL_BENCHMARK
 from .data import load_views
@@ -207,7 +207,7 @@ def cmd_timing(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``iclr26-camel``."""
-    parser = argparse.ArgumentParser(prog="iclr26-camel", description=__doc__)
+    parser = Parser(prog="iclr26-camel", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
     data_help = "mfeat, mfeat_uci3, synthetic, or a .mat/.npz file or a folder of view_*.csv"
@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-camel``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
@@ -143,7 +143,7 @@ def cmd_occupancy(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-cosmo-inr", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-cosmo-inr", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     helps = {"fit": "fit an image (representation)", "denoise": "denoise a photon-noisy image",
              "sr": "super-resolve an area-downsampled image", "inpaint": "inpaint from a random subset of pixels"}
@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "device") and resolve_device(args.device).type == "cpu":
         torch.set_num_threads(1)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

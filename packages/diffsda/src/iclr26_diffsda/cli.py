@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -148,7 +148,7 @@ def cmd_evaluate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-diffsda", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-diffsda", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = getattr(args, name, None)
         if value is not None and args.command != "bench" and not pathlib.Path(value).is_absolute():
             setattr(args, name, str(pathlib.Path(args.out) / value))
-    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    code = call_handler(args)
     if args.command in ("bench", "reproduce"):
         _flag_central_claim(args)
     return code

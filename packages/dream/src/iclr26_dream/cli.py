@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 
 from .bench import BENCHMARKS, METHODS, VARIANTS, run_method, scores
 from .data import load_views
@@ -112,7 +112,7 @@ def cmd_inspect_gates(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-dream", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-dream", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
     f = sub.add_parser("fit", parents=[common], help="fit DREAM on one dataset and write its outputs")
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-dream``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

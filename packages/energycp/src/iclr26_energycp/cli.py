@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 
 from .bench import BENCHMARK
 from .datasets import load_logits, make_digits_logits, tune_pool_split
@@ -175,7 +175,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-energycp", description=__doc__)
+    parser = Parser(prog="iclr26-energycp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
@@ -227,4 +227,4 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
-from iclr26_shared.cli import add_bench_command, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler
 
 from ._plotting import pyplot, save_figure
 from .basins import BasinMap, basin_map
@@ -104,7 +104,7 @@ def _cmd_matrix(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-fractal-gd``."""
-    parser = argparse.ArgumentParser(prog="iclr26-fractal-gd", description=__doc__)
+    parser = Parser(prog="iclr26-fractal-gd", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("critical", help="closed-form critical step size eta* of an initialisation")
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code. Bad arguments exit with a one-line message."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, progress
 
 from .arm import Arm
 from .baseline import DirectActionPolicy
@@ -141,7 +141,7 @@ def cmd_eval(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-fsd", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-fsd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("generate", help="write a split of scenes: images, instructions, GT aids, expert joints")
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["benchmark"]:  # the spec's older name of ``bench``
         argv[0] = "bench"
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

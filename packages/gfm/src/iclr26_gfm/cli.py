@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, result_path
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -90,7 +90,7 @@ def print_rows(path: pathlib.Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-gfm``."""
-    parser = argparse.ArgumentParser(prog="iclr26-gfm", description=__doc__)
+    parser = Parser(prog="iclr26-gfm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fit", parents=[common_options()], help="train GFM on an embedded target or an NPZ file")
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [a for a in argv if a != "--quick"] + ["--scale", "quick"]
     args = build_parser().parse_args(argv)
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    code = call_handler(args)
     if code != 2 and args.command in ("bench", "reproduce"):
         print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
     return code

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.datasets import stratified_split_indices
 
 from . import data
@@ -145,7 +145,7 @@ def cmd_fit(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-instance-noise", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-instance-noise", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 
 from .bench import MINPV
 from .data import gaussian_mi_joint, gaussian_mi_task
@@ -89,7 +89,7 @@ def cmd_path_variance(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-minpv", description=__doc__)
+    parser = Parser(prog="iclr26-minpv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     mi = sub.add_parser("mi", parents=[common_options()], help="MI on the high-dimensional Gaussian benchmark")
     mi.add_argument("--d", type=int, default=20, help="even dimension (default: 20; true MI 5 nats)")
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for a in argv:  # `--quick` is shorthand for `--scale quick`
         expanded += ["--scale", "quick"] if a == "--quick" else [a]
     args = build_parser().parse_args(expanded)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

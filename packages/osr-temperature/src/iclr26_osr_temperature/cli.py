@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 
 from . import data, metrics, schedules
@@ -120,7 +120,7 @@ def cmd_evaluate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-osr-temperature", description=__doc__)
+    parser = Parser(prog="iclr26-osr-temperature", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("schedule", help="print a temperature schedule as epoch,tau CSV")
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

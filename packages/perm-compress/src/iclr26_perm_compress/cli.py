@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 
 from .bench import BENCHMARKS
 from .compressor import MomentCompressor
@@ -129,7 +129,7 @@ def cmd_scaling_law(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-perm-compress``."""
-    parser = argparse.ArgumentParser(prog="iclr26-perm-compress",
+    parser = Parser(prog="iclr26-perm-compress",
                                      description="Moment-matching compression of permutation-invariant functions.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 
 from .bench import PUBENCH
 from .data import CASE_CONTROL_MODES, LABELINGS, SCHEMES, make_benchmark_splits
@@ -128,7 +128,7 @@ def _report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-pubench", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-pubench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("datasets", help="list datasets (embedded and local)").set_defaults(handler=_datasets)
     sub.add_parser("methods", help="list the PU methods").set_defaults(handler=_methods)
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, progress, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
 from iclr26_shared.device import resolve_device
 
 from .activations import activation_report
@@ -212,7 +212,7 @@ def cmd_perf(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-relu-geometry", description=__doc__)
+    parser = Parser(prog="iclr26-relu-geometry", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "device", "auto") in ("auto", "cpu") and not torch.cuda.is_available():
         torch.set_num_threads(1)
-    return run_handler(args, (ValueError,))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, result_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
@@ -147,7 +147,7 @@ def _predict(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-smsn``."""
-    parser = argparse.ArgumentParser(prog="iclr26-smsn", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-smsn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("phantom", parents=[common_options()],
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    code = run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    code = call_handler(args)
     if args.command in ("bench", "reproduce"):
         _report_central_claim(args)
     return code

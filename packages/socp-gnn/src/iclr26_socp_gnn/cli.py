@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARKS, OPF, inference_timing
@@ -122,7 +122,7 @@ def _opf(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-socp-gnn``."""
-    parser = argparse.ArgumentParser(prog="iclr26-socp-gnn", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-socp-gnn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "out_default", None) and args.out == "results" and args.command in ("generate", "train"):
         args.out = args.out_default
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError, ImportError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler, use_data_root
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, use_data_root
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -135,7 +135,7 @@ def cmd_gtc(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .bench import BENCHMARK
 
-    parser = argparse.ArgumentParser(prog="iclr26-stod", description=__doc__.splitlines()[0])
+    parser = Parser(prog="iclr26-stod", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", parents=[common_options()], conflict_handler="resolve",
@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = [a for a in args.attacks.split(",") if a not in ("clean", "fgsm", "pgd")]
         if bad:
             raise SystemExit(f"--attacks: expected names among clean, fgsm, pgd, got {bad}")
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import add_bench_command, common_options, run_handler
+from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -96,7 +96,7 @@ def cmd_analyze(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="iclr26-vit-token", description=__doc__)
+    parser = Parser(prog="iclr26-vit-token", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("params", help="parameter overhead of each specialisation variant")
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "benchmark":
         argv[0] = "bench"
     args = build_parser().parse_args(argv)
-    return run_handler(args, (ValueError, TypeError, FileNotFoundError))
+    return call_handler(args)
 
 
 if __name__ == "__main__":
