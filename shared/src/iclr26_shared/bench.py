@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .device import set_threads
+from .device import current_threads, set_threads
 from .seeding import seed_everything
 
 SCALES = ("smoke", "quick", "full", "paper")
@@ -226,8 +226,9 @@ class Benchmark:
             out_dir: str | os.PathLike = "results", threads: int | None = None) -> Result:
         """Seeds, times and runs the benchmark; returns its ``Result`` with the configuration filled in.
 
-        ``threads`` (default: every core) sizes torch's and BLAS's thread pools before the run; the
-        number used is recorded in ``versions["threads"]``. Figures are written into a private folder
+        ``threads`` sizes torch's and BLAS's thread pools before the run (default: leave them as they are;
+        the CLIs pass ``--threads``, every core unless told); the number in use is recorded in
+        ``versions["threads"]``. Figures are written into a private folder
         and then renamed ``<benchmark>__<scale>__seed<seed>__<device>__<file>`` in ``out_dir``, so runs
         of other scales or seeds never overwrite them.
 
@@ -240,7 +241,7 @@ class Benchmark:
         stem = result_path(out, self.name, scale, seed, dev).stem
         scratch = out / f".{stem}.files"
         scratch.mkdir(parents=True, exist_ok=True)
-        used = set_threads(threads)
+        used = set_threads(threads) if threads is not None else current_threads()
         seed_everything(seed)
         start = time.perf_counter()
         result = self.func(scale, dev, seed, scratch)

@@ -107,3 +107,13 @@ def set_threads(n: int | None = None) -> int:
     if torch is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+def current_threads() -> int:
+    """The CPU threads in use now: torch's intra-op pool when torch is imported, else the BLAS pools'."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return int(torch.get_num_threads())
+    from threadpoolctl import threadpool_info
+
+    return max((int(i["num_threads"]) for i in threadpool_info()), default=1)
