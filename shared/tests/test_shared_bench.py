@@ -179,3 +179,13 @@ def test_a_failed_result_is_retried_by_default(tmp_path):
     with pytest.warns(UserWarning, match="failed"):
         assert run_and_save(bench, "smoke", "cpu", 0, tmp_path)[0].status == "ok"
     assert run_and_save(bench, "smoke", "cpu", 0, tmp_path)[2] and len(calls) == 2
+
+
+def test_the_cli_module_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, iclr26_shared.cli; "
+            "print(sorted(m for m in ('torch', 'sklearn', 'scipy', 'tqdm') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"

@@ -1,11 +1,11 @@
-"""Runs registered benchmarks through joblib, each writing its own JSON result.
+"""Runs registered benchmarks through ``iclr26_shared.parallel`` (joblib), each writing its own JSON result.
 
 Locally joblib's process pool runs them (``backend="local"``); the same call goes to a cluster through an
 existing engine: Dask (``dask.distributed`` via joblib's ``dask`` backend) or Ray (its joblib backend).
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import pathlib
 import threading
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from iclr26_shared.bench import Benchmark, Result, discover, run_and_save, select
 from iclr26_shared.device import cpu_count
-from joblib import Parallel, delayed, parallel_config
+from iclr26_shared.parallel import BACKENDS, parallel_map
 
-BACKENDS = ("local", "dask", "ray")
+__all__ = ["BACKENDS", "Outcome", "run_benchmarks", "run_one"]
 
 
 @dataclass
@@ -76,39 +76,6 @@ def run_one(name: str, scale: str, device: str, seed: int, out_dir: str, force: 
     return {"name": name, "result": result.to_dict(), "path": str(path), "skipped": skipped}
 
 
-@contextlib.contextmanager
-def _engine(backend: str, address: str | None, jobs: int):
-    """joblib's configuration for ``backend``; connects to the cluster at ``address`` for dask and ray."""
-    if backend == "local":
-        with parallel_config(backend="loky", n_jobs=jobs):
-            yield
-    elif backend == "dask":
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise ValueError("--backend: expected an installed engine (pip install 'iclr26-bench[dask]'), "
-                             "got dask, which is not installed") from None
-        with Client(address) if address else Client(processes=True, n_workers=jobs, threads_per_worker=1):
-            with parallel_config(backend="dask", n_jobs=-1, wait_for_workers_timeout=60):
-                yield
-    elif backend == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise ValueError("--backend: expected an installed engine (pip install 'iclr26-bench[ray]'), "
-                             "got ray, which is not installed") from None
-        register_ray()
-        ray.init(address=address, ignore_reinit_error=True)
-        try:
-            with parallel_config(backend="ray", n_jobs=-1):
-                yield
-        finally:
-            ray.shutdown()
-    else:
-        raise ValueError(f"--backend: expected one of {BACKENDS}, got {backend!r}")
-
-
 def run_benchmarks(names: list[str] | None = None, scale: str = "quick", device: str = "auto", seed: int = 0,
                    out_dir: str | pathlib.Path = "results", jobs: int = 1, force: bool = False,
                    threads: int | None = None, max_seconds: float | None = None, backend: str = "local",
@@ -132,15 +99,13 @@ def run_benchmarks(names: list[str] | None = None, scale: str = "quick", device:
         threads = max(1, cpu_count() // jobs)
     deadline = None if max_seconds is None else time.time() + max_seconds
     parent = os.getpid() if backend == "local" else None
-    args = (scale, device, seed, str(out_dir), force, threads, deadline, parent)
-    if backend == "local" and jobs == 1:
-        items = (run_one(n, *args) for n in chosen)
-        yield from (_outcome(item) for item in items)
-        return
-    with _engine(backend, address, jobs):
-        tasks = (delayed(run_one)(n, *args) for n in chosen)
-        for item in Parallel(return_as="generator_unordered")(tasks):
-            yield _outcome(item)
+    task = functools.partial(_run_named, args=(scale, device, seed, str(out_dir), force, threads, deadline, parent))
+    for item in parallel_map(task, chosen, backend=backend, jobs=jobs, address=address, extra="iclr26-bench"):
+        yield _outcome(item)
+
+
+def _run_named(name: str, args: tuple) -> dict:
+    return run_one(name, *args)
 
 
 def _outcome(item: dict) -> Outcome:

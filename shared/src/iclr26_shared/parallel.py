@@ -1,0 +1,64 @@
+"""One way to fan work out: joblib, on local processes or on a cluster through an existing engine.
+
+``parallel_map(fn, items, backend=..., jobs=..., address=...)`` yields ``fn(item)`` as each finishes, in
+completion order. ``backend``: ``"local"`` (joblib's loky processes; ``jobs=1`` runs in this process),
+``"dask"`` (a ``dask.distributed`` cluster through joblib's dask backend) or ``"ray"`` (Ray's joblib backend).
+The engines are optional: a backend that is not installed is a ``ValueError`` saying what to install.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+BACKENDS = ("local", "dask", "ray")
+
+
+@contextlib.contextmanager
+def engine(backend: str = "local", jobs: int = 1, address: str | None = None, extra: str = "iclr26-shared"):
+    """joblib's configuration for ``backend``; joins the cluster at ``address`` (default: start a local one).
+
+    ``extra`` names the distribution whose ``[dask]``/``[ray]`` extra installs the engine, for the error message.
+    """
+    from joblib import parallel_config
+
+    if backend == "local":
+        with parallel_config(backend="loky", n_jobs=jobs):
+            yield
+    elif backend == "dask":
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise ValueError(f"backend: expected an installed engine (pip install '{extra}[dask]'), "
+                             "got dask, which is not installed") from None
+        with Client(address) if address else Client(processes=True, n_workers=jobs, threads_per_worker=1):
+            with parallel_config(backend="dask", n_jobs=-1, wait_for_workers_timeout=60):
+                yield
+    elif backend == "ray":
+        try:
+            import ray
+            from ray.util.joblib import register_ray
+        except ImportError:
+            raise ValueError(f"backend: expected an installed engine (pip install '{extra}[ray]'), "
+                             "got ray, which is not installed") from None
+        register_ray()
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False)
+        try:
+            with parallel_config(backend="ray", n_jobs=-1):
+                yield
+        finally:
+            ray.shutdown()
+    else:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, backend: str = "local", jobs: int = 1,
+                 address: str | None = None, extra: str = "iclr26-shared") -> Iterator[Any]:
+    """Yields ``fn(item)`` for every item, in completion order, on ``backend`` (see the module docstring)."""
+    if backend == "local" and jobs == 1:
+        yield from map(fn, items)
+        return
+    from joblib import Parallel, delayed
+
+    with engine(backend, jobs, address, extra):
+        yield from Parallel(return_as="generator_unordered")(delayed(fn)(item) for item in items)
