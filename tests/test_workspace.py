@@ -88,8 +88,12 @@ def test_registered_benchmark_runs_at_smoke_scale(name, tmp_path):
     data = json.loads(path.read_text())
     assert SCHEMA <= set(data) and data["benchmark"] == name and data["scale"] == "smoke"
     for claim in data["claims"]:
-        assert set(claim) == {"name", "paper", "measured", "criterion", "holds"}
+        assert set(claim) == {"name", "paper", "measured", "criterion", "holds", "per_seed"}
         assert isinstance(claim["holds"], bool)
+        if claim["per_seed"] is not None:  # a claim over seeds keeps every seed's number
+            ps = claim["per_seed"]
+            assert len(ps["seeds"]) == len(ps["values"]) == ps["n"] and 0 <= ps["wins"] <= ps["n"]
+            assert ps["low"] <= ps["mean"] <= ps["high"]
     for fig in data["figures"]:
         assert (tmp_path / fig).exists(), fig
 
