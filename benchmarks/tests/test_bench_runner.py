@@ -216,3 +216,14 @@ def test_dask_backend_gives_the_local_results(fake, tmp_path):
         cluster.close()
     local, dask = (load_results(tmp_path / f) for f in ("local", "dask"))
     assert [(r.benchmark, r.metrics, r.claims) for r in local] == [(r.benchmark, r.metrics, r.claims) for r in dask]
+
+
+@pytest.mark.slow
+def test_ray_backend_gives_the_local_results(fake, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed here (pip install 'iclr26-bench[ray]')")
+    names = ["fake.ok", "fake.neg", "fake.paired"]
+    base = ["run", *names, "--scale", "smoke", "--device", "cpu", "--quiet"]
+    main([*base, "--out", str(tmp_path / "local")])
+    main([*base, "--out", str(tmp_path / "ray"), "--backend", "ray"])
+    local, ray = (load_results(tmp_path / f) for f in ("local", "ray"))
+    assert [(r.benchmark, r.metrics, r.claims) for r in local] == [(r.benchmark, r.metrics, r.claims) for r in ray]
