@@ -4,6 +4,8 @@ A differentiable pure-PyTorch Gaussian rasteriser (gsplat on CUDA when installed
 semantic-variance next-view selector with its region partition, robust pose refinement of captured
 images, the random / farthest-view / Fisher baselines, a procedural scene and the active loop.
 """
+from importlib.metadata import version as _version
+
 from .cameras import Camera, fibonacci_sphere_cameras, look_at, pose_errors, se3_exp, se3_log
 from .features import HandcraftedFeatures, TorchvisionFeatures
 from .io import load_blender, load_colmap_text, load_image_folder, read_image, read_poses, write_png
@@ -25,7 +27,9 @@ from .selectors import (
 from .train import Trainer, psnr, ssim
 from .variance import gaussian_feature_variance
 
+__version__ = _version("iclr26-active-gs")
 __all__ = [
+    "__version__",
     "ActiveLoop", "ActiveResult", "Camera", "FarthestViewSelector", "FisherSelector", "GaussianModel",
     "HandcraftedFeatures", "RandomSelector", "Selector", "SemanticVarianceSelector", "SyntheticObjectScene",
     "TorchvisionFeatures", "Trainer", "contrib_by_gradient", "evaluate", "fibonacci_sphere_cameras",

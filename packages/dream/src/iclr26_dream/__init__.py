@@ -1,5 +1,7 @@
 """DREAM: dual-branch representations with dynamic gated fusion and triple-granularity alignment
 for deep multi-view clustering (ICLR 2026), as a scikit-learn-style estimator."""
+from importlib.metadata import version as _version
+
 from .baselines import AverageGraphSpectral, BestViewKMeans, ConcatKMeans, ConcatSpectral
 from .data import (
                    load_mat,
@@ -14,7 +16,9 @@ from .graph import knn_graph, normalize_adjacency
 from .model import DREAM, check_views
 from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE, student_t_assignment
 
+__version__ = _version("iclr26-dream")
 __all__ = [
+    "__version__",
     "DREAM", "check_views",
     "ViewVAE", "ViewGCN", "GatedFusion", "StudentTClusterHead", "student_t_assignment",
     "knn_graph", "normalize_adjacency",

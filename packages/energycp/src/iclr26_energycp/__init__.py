@@ -4,13 +4,16 @@ Split-conformal LAC/APS/RAPS/SAPS scores reweighted by ``softplus_beta`` of the 
 energy of the logits: sets grow on uncertain or unfamiliar inputs and the coverage guarantee
 is untouched. numpy/scikit-learn only; torch tensors are accepted and stay on their device.
 """
+from importlib.metadata import version as _version
+
 from . import datasets, energy, metrics, scores
 from .energy import energy_weight, free_energy
 from .predictor import EnergyConformalClassifier, conformal_quantile
 from .tuning import TuneResult, tune_energy
 
-__version__ = "0.1.0"
+__version__ = _version("iclr26-energycp")
 __all__ = [
+    "__version__",
     "EnergyConformalClassifier",
     "TuneResult",
     "conformal_quantile",

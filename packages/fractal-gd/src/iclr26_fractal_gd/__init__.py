@@ -2,6 +2,8 @@
 
 Liang & Montúfar, "Gradient Descent with Large Step Sizes: Chaos and Fractal Convergence Region", ICLR 2026.
 """
+from importlib.metadata import version as _version
+
 from .basins import BasinMap, basin_map, classify_points, naive_basin_labels, refinement_flip_fraction, zoom_sequence
 from .dynamics import GDResult, gd_scalar, gd_vector
 from .fractal import BoxCountResult, boundary_mask, box_counting_dimension, uncertainty_exponent
@@ -19,7 +21,9 @@ from .theory import (
     stable_step_size,
 )
 
+__version__ = _version("iclr26-fractal-gd")
 __all__ = [
+    "__version__",
     "BasinMap", "BoxCountResult", "GDResult", "active_branch", "aligned_init", "basin_map", "bias_report",
     "boundary_mask", "box_counting_dimension", "classify_points", "critical_step_size",
     "critical_step_size_aligned", "ellipse_step_size", "gd_matrix", "gd_scalar", "gd_vector", "hessian_eigs",

@@ -6,6 +6,8 @@ follows them, and the direct-action baseline with the same backbone.
     model = FSDTiny(d_model=48, n_layers=2, d_mlp=192); model.fit(TableTop2D("train", 1500, seed=0), steps=250)
     print(evaluate(model, TableTop2D("test_compositional", 100, seed=0), arm="default")["success_rate"])
 """
+from importlib.metadata import version as _version
+
 from . import grammar, metrics
 from .arm import Arm, UnreachableError
 from .baseline import DirectActionPolicy
@@ -19,6 +21,7 @@ from .model import FSDTiny
 from .scene import Instruction, Scene, TableObject, UnknownObjectError, generate_scene, is_success, parse_instruction
 
 __all__ = [
+    "__version__",
     "Arm", "Camera", "DirectActionPolicy", "DirectOracle", "EpisodeResult", "FSDTiny", "Instruction", "MeanAids",
     "OracleAids",
     "ParseError", "Scene", "TableObject", "TableTop2D", "TaskBatch", "UnknownObjectError", "UnreachableError",
@@ -26,4 +29,4 @@ __all__ = [
     "generate_scene", "grammar", "ground_truth_aids", "is_success", "load_jsonl", "load_policy", "metrics",
     "parse", "parse_instruction", "resize_pad", "serialize", "to_normalised", "to_pixels",
 ]
-__version__ = "0.1.0"
+__version__ = _version("iclr26-fsd")

@@ -3,6 +3,8 @@
 Map a compact convex (or star-shaped) set ``C`` onto the unit ball with its gauge, train flow
 matching in the ball, sample with a reflection at the sphere, and map back: every sample lies in ``C``.
 """
+from importlib.metadata import version as _version
+
 from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM
 from .data import TARGETS, constraint_set, load_csv, load_npz, make_target, sample_target
 from .gauge import GaugeMap, ball_boundary_step, uniform_ball
@@ -22,7 +24,9 @@ from .sets import (
     set_from_spec,
 )
 
+__version__ = _version("iclr26-gfm")
 __all__ = [
+    "__version__",
     "Ball", "Box", "ConvexSet", "Ellipsoid", "FunctionalSet", "GaugeFlowMatching", "GaugeMap", "Intersection",
     "MirrorFM", "PlainFM", "Polytope", "ProjectedFM", "RejectionFM", "ReflectedFM", "StarUnion", "TARGETS",
     "VelocityMLP", "ball_boundary_step", "boundary_atom_fraction", "chebyshev_center", "constraint_set",

@@ -7,14 +7,17 @@ Modules: ``schedules`` (tau(t), NegCosSch and ablations), ``losses`` (scheduled 
 ``scoring`` (max logit, MSP, energy, kNN), ``metrics`` (AUROC, OSCR), ``data`` (OSR splits, embedded
 digits and blobs tasks, local CIFAR/ImageFolder), ``models`` and ``train`` (reference loops, evaluator).
 """
+from importlib.metadata import version as _version
+
 from . import data, losses, metrics, models, schedules, scoring, train
 from .losses import ARPLLoss, SupConLoss, TemperatureScheduledLoss
 from .metrics import auroc, oscr
 from .schedules import Constant, GeneralizedCosine, NegativeCosine
 
 __all__ = [
+    "__version__",
     "data", "losses", "metrics", "models", "schedules", "scoring", "train",
     "TemperatureScheduledLoss", "SupConLoss", "ARPLLoss", "NegativeCosine", "GeneralizedCosine", "Constant",
     "auroc", "oscr",
 ]
-__version__ = "0.1.0"
+__version__ = _version("iclr26-osr-temperature")

@@ -5,6 +5,8 @@ objects that keep every moment of degree <= k: clustering plus Caratheodory/Tcha
 reduction. Applied to neurons it preserves training dynamics (dynamical lottery ticket),
 applied to data it preserves the loss landscape.
 """
+from importlib.metadata import version as _version
+
 from .caratheodory import caratheodory_reduce, caratheodory_step, reduce_block
 from .compressor import MomentCompressor
 from .data import (
@@ -27,7 +29,9 @@ from .networks import (
 )
 from .symmetric import rational_benchmark, sigmoid_benchmark, symmetric_value
 
+__version__ = _version("iclr26-perm-compress")
 __all__ = [
+    "__version__",
     "MomentCompressor",
     "Teacher",
     "WeightedReplacementSampler",

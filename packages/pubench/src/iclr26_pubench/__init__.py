@@ -4,6 +4,8 @@ A PU data generator (label frequency c, case-control vs single sample, SCAR vs S
 learners plus the PN oracle, uPU and a naive baseline behind one scikit-learn-style interface, the
 benchmark's metrics (oracle and PU-only proxies) and a resumable sweep runner.
 """
+from importlib.metadata import version as _version
+
 from .data import PUSplit, TestSet, labeling_propensity, make_benchmark_splits, make_pu_split
 from .datasets import BinaryDataset, DatasetNotFoundError, gauss2_sample, list_datasets, load_dataset
 from .methods import (
@@ -36,9 +38,10 @@ from .metrics import oracle_metrics, proxy_accuracy, proxy_auc, pu_risk
 from .priors import PriorEstimate, bbe_estimate, estimate_prior_bbe
 from .sweep import RunSpec, expand_grid, run_one, run_sweep
 
-__version__ = "0.1.0"
+__version__ = _version("iclr26-pubench")
 
 __all__ = [
+    "__version__",
     "BBEPU", "LBE", "NNPU", "PAN", "PUET", "PULCPBF", "PULDA", "PUSB", "REGISTRY", "UPU", "VAEPU", "VPU",
     "BinaryDataset", "CGenPU", "DatasetNotFoundError", "DistPU", "HolisticPU", "LaGAM", "NaivePU", "P3MixC",
     "P3MixE", "PNOracle", "PUEstimator", "PUSplit", "PriorEstimate", "RobustPU", "RunSpec", "SelfPU", "TestSet",

@@ -4,6 +4,8 @@ Two-layer ReLU networks trained by full-batch GD below the edge of stability (λ
 families, sharpness by Hessian-vector products, the data-dependent weight g and weighted path norm, half-space
 depth, activation patterns, and the experiments of gap versus n, α and intrinsic dimension.
 """
+from importlib.metadata import version as _version
+
 from .activations import activation_report
 from .data import (
     BallMixture,
@@ -33,7 +35,9 @@ from .sharpness import HessianOperator, sharpness, top_eigenpair
 from .theory import theory_rates
 from .training import History, train_gd
 
+__version__ = _version("iclr26-relu-geometry")
 __all__ = [
+    "__version__",
     "BallMixture", "History", "HessianOperator", "RunConfig", "TwoLayerReLU",
     "activation_report", "ball_mixture", "beos_bound", "beta_radial", "depth_beta_radial", "digits_dataset",
     "fit_loglog_slope", "gaussian_shell", "halfspace_depth", "lines", "load_mnist_local", "make_data",

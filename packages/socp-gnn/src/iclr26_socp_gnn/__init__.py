@@ -3,6 +3,8 @@
 Reimplementation of "On the Universality and Complexity of GNN for Solving Second-order Cone Programs"
 (ICLR 2026). See the package README for the reproduction and its limits.
 """
+from importlib.metadata import version as _version
+
 from .data import SOCPDataset, calibrate_g_shift, label_instance, load_dataset, make_dataset, random_socp, save_dataset
 from .graph import from_heterodata, to_heterodata, wl_colors
 from .grid import bus_balance_residual, opf_dataset, socp_opf
@@ -10,7 +12,9 @@ from .models import SOCPGNN, FlatMLP, WeightedSum, build_model, count_parameters
 from .problem import SOCP, SolveResult, solve
 from .train import History, evaluate, fit, predict
 
+__version__ = _version("iclr26-socp-gnn")
 __all__ = [
+    "__version__",
     "SOCP", "SolveResult", "solve",
     "to_heterodata", "from_heterodata", "wl_colors",
     "SOCPGNN", "FlatMLP", "WeightedSum", "build_model", "count_parameters",

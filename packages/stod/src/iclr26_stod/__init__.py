@@ -1,4 +1,6 @@
 """STOD: Gradient Temporal Collinearity and Structured Temporal Orthogonal Decorrelation for spiking networks."""
+from importlib.metadata import version as _version
+
 from .attacks import accuracy, fgsm, pgd, robust_accuracy, transfer_attack
 from .data import DatasetNotFoundError, ImageData, TensorBatches, load_images
 from .encoding import (
@@ -20,7 +22,9 @@ from .neurons import LIF, heaviside_atan, heaviside_rect, heaviside_sigmoid
 from .optim import RiemannianSGD, orthogonality_error, qr_retraction, riemannian_gradient
 from .train import History, fit, kernel_path
 
+__version__ = _version("iclr26-stod")
 __all__ = [
+    "__version__",
     "LIF", "heaviside_atan", "heaviside_sigmoid", "heaviside_rect",
     "Encoder", "DirectEncoder", "RateEncoder", "NoisyDirectEncoder", "PFD", "STODEncoder", "gor_loss",
     "householder_kernels", "make_encoder", "patchify", "unpatchify",
