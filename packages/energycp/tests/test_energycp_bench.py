@@ -19,7 +19,7 @@ def test_bench_smoke_writes_the_result_json(tmp_path, capsys):
     assert all(isinstance(v, (int, float)) for v in d["metrics"].values())
     methods = {r["method"] for r in d["rows"]}
     assert {"raps", "energy-raps", "entropy-raps", "lac", "energy-lac"} <= methods
-    assert all(set(c) == {"name", "paper", "measured", "criterion", "holds"} for c in d["claims"])
+    assert all({"name", "paper", "measured", "criterion", "holds"} <= set(c) for c in d["claims"])
     assert any(c["name"].startswith("2.efficiency") for c in d["claims"])
     assert "PASS" in capsys.readouterr().out
 
@@ -50,3 +50,21 @@ def test_paper_protocol_runs_on_user_logits(tmp_path, monkeypatch):
     assert any(r["method"].startswith("cifar100_resnet56@0.1:energy-raps") for r in result.rows)
     assert "ood_size" in next(r for r in result.rows if r["method"].startswith("cifar100_resnet56@"))
     assert any(".ood." in c.name for c in result.claims)
+
+
+def test_ood_and_sscv_claims_are_paired_over_seeds():
+    from iclr26_energycp import bench
+
+    proto = bench.Protocol(2, 3, (0.3, 1.0), (0.1, 1.0), (), (0.9, 1.0), n_seeds=3)
+    result = bench._digits(proto, "cpu", 7)
+    paired = {c.name: c for c in result.claims if c.name.startswith(("4.ood.", "5.sscv."))}
+    assert set(paired) == {f"4.ood.{s}_ratio_of_ratios" for s in ("raps", "saps", "lac", "aps")} | {
+        "5.sscv.raps", "5.sscv.saps"}
+    for claim in paired.values():
+        per = claim.per_seed
+        assert per["seeds"] == [7000, 7001, 7002] and per["n"] == 3
+        diffs = [m - b for m, b in zip(per["method"], per["baseline"])]
+        if claim.name.startswith("5."):  # lower is better: the difference is baseline - method
+            diffs = [-d for d in diffs]
+        assert per["values"] == pytest.approx(diffs)
+        assert claim.holds == (per["low"] > float(claim.criterion.rsplit("> ", 1)[1]))

@@ -14,48 +14,61 @@ def write_data(tmp_path, seed=0, n=300, K=5):
     return z, y
 
 
-def test_calibrate_then_predict_matches_python_api(tmp_path):
+def test_fit_then_predict_matches_python_api(tmp_path, capsys):
     z, y = write_data(tmp_path)
     zt, _ = write_data(tmp_path, seed=1, n=80)
     np.save(tmp_path / "cal.npy", z)
     np.save(tmp_path / "cal_labels.npy", y)
     np.savez(tmp_path / "test.npz", logits=zt)
-    model_path, sets_path = tmp_path / "model.json", tmp_path / "sets.npy"
-    assert main(["calibrate", "--cal-logits", str(tmp_path / "cal.npy"), "--cal-labels",
+    out = tmp_path / "out"
+    assert main(["fit", "--cal-logits", str(tmp_path / "cal.npy"), "--cal-labels",
                  str(tmp_path / "cal_labels.npy"), "--score", "raps", "--alpha", "0.1", "--T-energy", "0.5",
-                 "--beta", "2", "--seed", "3", "--device", "cpu", "-o", str(model_path)]) == 0
-    assert main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"),
-                 "--device", "cpu", "-o", str(sets_path)]) == 0
+                 "--beta", "2", "--seed", "3", "--device", "cpu", "--out", str(out)]) == 0
+    predict = ["predict", "--model", str(out / "model.json"), "--logits", str(tmp_path / "test.npz"),
+               "--device", "cpu", "--out", str(out)]
+    assert main(predict) == 0
     api = EnergyConformalClassifier("raps", alpha=0.1, T_energy=0.5, beta=2.0, random_state=3).fit(z, y)
-    assert np.array_equal(np.load(sets_path), api.predict_set(zt))
-    with pytest.raises(SystemExit, match="--force"):
-        main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"), "-o", str(sets_path)])
-    json_path = tmp_path / "sets.json"
-    main(["predict", "--model", str(model_path), "--logits", str(tmp_path / "test.npz"), "-o", str(json_path)])
-    assert json.loads(json_path.read_text()) == [np.flatnonzero(r).tolist() for r in np.load(sets_path)]
+    assert np.array_equal(np.load(out / "sets.npy"), api.predict_set(zt))
+    capsys.readouterr()
+    assert main(predict) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(predict + ["--format", "json"]) == 0
+    sets = np.load(out / "sets.npy")
+    assert json.loads((out / "sets.json").read_text()) == [np.flatnonzero(r).tolist() for r in sets]
 
 
-def test_calibrate_with_tuning_and_evaluate(tmp_path, capsys):
+def test_fit_with_tuning_and_evaluate(tmp_path, capsys):
     z, y = write_data(tmp_path, n=400)
     np.savez(tmp_path / "cal.npz", logits=z[:300], labels=y[:300])
     np.savez(tmp_path / "tune.npz", logits=z[300:], labels=y[300:])
+    out = tmp_path / "out"
     assert main(["calibrate", "--cal-logits", str(tmp_path / "cal.npz"), "--tune-logits", str(tmp_path / "tune.npz"),
-                 "--score", "saps", "--device", "cpu", "-o", str(tmp_path / "m.json")]) == 0
+                 "--score", "saps", "--device", "cpu", "--out", str(out)]) == 0
     assert "tuned on 100" in capsys.readouterr().out
+    assert (out / "model.json").is_file()
     assert main(["evaluate", "--cal-logits", str(tmp_path / "cal.npz"), "--test-logits", str(tmp_path / "tune.npz"),
-                 "--scores", "aps,lac", "--trials", "2", "--device", "cpu", "--json", str(tmp_path / "ev.json")]) == 0
-    out = json.loads((tmp_path / "ev.json").read_text())
-    assert set(out) == {"aps", "energy-aps", "lac", "energy-lac"}
-    assert 0.0 <= out["aps"]["coverage"]["mean"] <= 1.0
+                 "--scores", "aps,lac", "--trials", "2", "--device", "cpu", "--out", str(out), "--quiet"]) == 0
+    ev = json.loads((out / "evaluation.json").read_text())
+    assert set(ev) == {"aps", "energy-aps", "lac", "energy-lac"}
+    assert 0.0 <= ev["aps"]["coverage"]["mean"] <= 1.0
 
 
 def test_cli_bad_input_exits_with_message(tmp_path, capsys):
     np.save(tmp_path / "bad.npy", np.array([[0.0, np.nan]]))
     np.save(tmp_path / "lab.npy", np.array([0]))
-    code = main(["calibrate", "--cal-logits", str(tmp_path / "bad.npy"), "--cal-labels", str(tmp_path / "lab.npy"),
-                 "--device", "cpu", "-o", str(tmp_path / "m.json")])
-    assert code == 2 and "finite" in capsys.readouterr().err
-    assert not (tmp_path / "m.json").exists()
+    out = tmp_path / "out"
+    code = main(["fit", "--cal-logits", str(tmp_path / "bad.npy"), "--cal-labels", str(tmp_path / "lab.npy"),
+                 "--device", "cpu", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --cal-logits:") and "finite" in err
+    np.save(tmp_path / "good.npy", np.zeros((3, 4)))
+    code = main(["fit", "--cal-logits", str(tmp_path / "good.npy"), "--device", "cpu", "--out", str(out)])
+    assert code == 2 and capsys.readouterr().err.startswith("error: --cal-labels:")
+    with pytest.raises(SystemExit, match="2"):
+        main(["evaluate", "--cal-logits", str(tmp_path / "good.npy"), "--test-logits", str(tmp_path / "good.npy"),
+              "--scores", "aps,nope", "--out", str(out)])
+    assert capsys.readouterr().err.startswith("error: --scores:")
+    assert not out.exists()
 
 
 def test_loaders_read_every_format(tmp_path):

@@ -104,17 +104,19 @@ def test_estimate_mi_and_baselines_run():
 def test_cli_round_trip(tmp_path, capsys):
     num = tmp_path / "num.npy"
     np.save(num, gaussian_mi_task(4, 200, seed=0)[0])
-    out = tmp_path / "logr.npy"
-    args = ["dre", "--num", str(num), "--out", str(out), "--steps", "10", "--hidden", "8", "--device", "cpu"]
+    out = tmp_path / "out"
+    args = ["fit", "--num", str(num), "--out", str(out), "--steps", "10", "--hidden", "8", "--device", "cpu"]
     assert main(args) == 0
-    assert np.load(out).shape == (200,)
-    with pytest.raises(SystemExit):
-        main(args)
-    assert main(["path-variance", "--paths", "linear", "minpv", "--fit-steps", "20", "--json"]) == 0
-    values = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert np.load(out / "log_ratio.npy").shape == (200,)
+    assert main(args) == 2 and "--force" in capsys.readouterr().err
+    np.save(num, np.zeros(5))
+    assert main([*args, "--force"]) == 2 and capsys.readouterr().err.startswith("error: --num: expected")
+    assert main(["path-variance", "--paths", "linear", "minpv", "--fit-steps", "20", "--out", str(out)]) == 0
+    values = json.loads((out / "path_variance.json").read_text())
     assert values["minpv"] < values["minpv_init"]
-    assert main(["mi", "--d", "4", "--steps", "10", "--hidden", "8", "--n-eval", "50", "--out", str(tmp_path),
+    assert main(["evaluate", "--d", "4", "--steps", "10", "--hidden", "8", "--n-eval", "50", "--out", str(out),
                  "--device", "cpu", "--quiet"]) == 0
+    assert json.loads((out / "mi.json").read_text())["d"] == 4
 
 
 def test_smoke_benchmark_json(tmp_path):

@@ -7,10 +7,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iclr26_minpv import (
+    SPEC_CLAMP,
     KumaraswamyMixturePath,
     conditional_time_score,
+    exact_score_bias,
     fit_path_variance,
     gaussian_mi_task,
+    gaussian_mi_time_score,
     geodesic_lower_bound,
     integrate_time_score,
     make_path,
@@ -91,8 +94,43 @@ def test_kmm_single_uniform_component_is_linear():
 
 @pytest.mark.parametrize("name,reference", [("linear", 1.54e4), ("trig", 1.26e4), ("vp", 1.41e3), ("minpv", 1.50e4)])
 def test_objective_reference_values(name, reference):
-    value = float(path_variance_objective(_path(name), 20, 20.0, n_grid=4001).detach())
+    # the spec's reference values are those of the clamped objective
+    value = float(path_variance_objective(_path(name), 20, 20.0, n_grid=4001, clamp=SPEC_CLAMP).detach())
     assert value == pytest.approx(reference, rel=0.1)
+
+
+def test_official_objective_is_the_floored_unclamped_variance():
+    # linear: V_sigma = (2d + m2) / ((1 - t)^2 + c), c = 1e-5; its integral over [eps, 1 - eps] is
+    # 60 (atan((1 - eps)/sqrt(c)) - atan(eps/sqrt(c))) / sqrt(c)
+    s, eps = math.sqrt(1e-5), 1e-5
+    closed = 60.0 * (math.atan((1 - eps) / s) - math.atan(eps / s)) / s
+    value = float(path_variance_objective(_path("linear"), 20, 20.0, n_grid=200_001))
+    assert value == pytest.approx(closed, rel=1e-3)
+
+
+def test_path_only_fit_with_official_variance_meets_issue_32():
+    # issue 32, item 4: alpha(0.5) <= 0.2 and a 100-point exact-score bias <= 0.05 nats at d = 20
+    path = _path("minpv")
+    fit_path_variance(path, 20, 20.0, steps=400, generator=torch.Generator().manual_seed(0))
+    assert path.summary()["alpha(0.5)"] <= 0.2
+    assert abs(exact_score_bias(path, 20)) <= 0.05
+
+
+def test_clamped_variance_is_gamed_by_the_path():
+    # the clamp at 1e6 lets the path keep alpha high and drop it at t -> 1: the quadrature breaks
+    path = _path("minpv")
+    fit_path_variance(path, 20, 20.0, steps=400, clamp=SPEC_CLAMP, generator=torch.Generator().manual_seed(0))
+    assert path.summary()["alpha(0.5)"] > 0.5
+    assert abs(exact_score_bias(path, 20)) > 1.0
+
+
+@pytest.mark.parametrize("name", ["linear", "trig"])
+def test_exact_mi_score_integrates_to_the_true_log_ratio(name):
+    joint, _, _ = gaussian_mi_task(6, 50, seed=4)
+    x = torch.as_tensor(joint, dtype=torch.float64)
+    path = make_path(name, eps=1e-8).double()
+    got = integrate_time_score(gaussian_mi_time_score(path, 6), x, n_points=4001, eps=1e-8)
+    assert np.allclose(got.numpy(), true_log_ratio_gaussian_mi(joint, 6), atol=1e-3)
 
 
 def test_path_only_minpv_reduces_objective():

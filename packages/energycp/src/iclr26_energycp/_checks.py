@@ -103,3 +103,20 @@ def as_generator(rng: Any) -> np.random.Generator:
     if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)):
         return np.random.default_rng(rng)
     raise TypeError(f"rng: expected None, an int seed or numpy.random.Generator, got {type(rng).__name__}")
+
+
+class _NotFittedError(ValueError, AttributeError):
+    """Raised by an unfitted estimator when scikit-learn is not installed (same bases as sklearn's)."""
+
+
+def not_fitted_error(message: str) -> Exception:
+    """``sklearn.exceptions.NotFittedError(message)`` when scikit-learn is installed, else an equivalent.
+
+    Both derive from ``ValueError`` and ``AttributeError``; sklearn is imported only here, when an
+    error is being raised, so the core keeps importing numpy only.
+    """
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        return _NotFittedError(message)
+    return NotFittedError(message)

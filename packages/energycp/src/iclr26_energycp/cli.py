@@ -1,4 +1,8 @@
-"""``iclr26-energycp``: demo, calibrate, predict, evaluate, bench/reproduce (a thin layer over the API)."""
+"""``iclr26-energycp``: demo, fit, predict, evaluate, bench/reproduce (a thin layer over the API).
+
+Every command writes fixed file names inside the ``--out`` folder: ``demo.json``, ``model.json``,
+``sets.npy`` or ``sets.json``, ``evaluation.json`` and the benchmark result JSON.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,15 +13,26 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    positive_int,
+    progress,
+    run,
+    usage_error,
+)
 
 from .bench import BENCHMARK
-from .datasets import load_logits, make_digits_logits, tune_pool_split
+from .datasets import load_labels, load_logits, make_digits_logits, tune_pool_split
 from .predictor import EnergyConformalClassifier
 from .scores import BASE_SCORES
 from .tuning import tune_energy
 
 KWARGS = {"raps": {"penalty": 0.2, "kreg": 2}, "saps": {"saps_weight": 0.2}}
+LOGITS = "a .npy/.npz/.pt/.csv file of (n, K) logits (and labels)"
 
 
 def _device(spec: str):
@@ -38,18 +53,25 @@ def _to(device, a: np.ndarray):
     return torch.as_tensor(a, device=device)
 
 
-def _read(logits_path: str, labels_path: str | None, need_labels: bool, what: str):
-    z, y = load_logits(logits_path, labels_path)
+def _read(args: argparse.Namespace, what: str, need_labels: bool = True):
+    """``(logits (n, K), labels (n,) or None)`` from ``--<what>-logits`` (and ``--<what>-labels``).
+
+    Raises:
+        ValueError: naming the option, when a file is malformed or labels are needed and missing.
+    """
+    logits_path, labels_path = getattr(args, f"{what}_logits"), getattr(args, f"{what}_labels", None)
+    try:
+        labels = None if labels_path is None else load_labels(labels_path)
+    except Exception as err:
+        raise usage_error(f"--{what}-labels", "a .npy/.npz/.pt/.csv/.txt file of (n,) integer labels",
+                          f"{labels_path.name} ({' '.join(str(err).split())})") from err
+    try:
+        z, y = load_logits(logits_path, None if labels is None else labels_path)
+    except Exception as err:
+        raise usage_error(f"--{what}-logits", LOGITS, f"{logits_path.name} ({' '.join(str(err).split())})") from err
     if need_labels and y is None:
-        raise SystemExit(f"--{what}-labels: {logits_path} holds no labels; pass --{what}-labels FILE")
+        raise usage_error(f"--{what}-labels", f"a labels file ({logits_path.name} holds no labels)", "none")
     return z, y
-
-
-def _output(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise SystemExit(f"{p} exists; pass --force to overwrite it")
-    return p
 
 
 def _table(rows: list[dict], cols: list[str]) -> str:
@@ -61,6 +83,7 @@ def _table(rows: list[dict], cols: list[str]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    (out,) = output_paths(args, "demo.json")
     data = make_digits_logits(0)
     tz, ty, pz, py = tune_pool_split(data["pool_logits"], data["pool_labels"], 300, 99)
     idx = np.random.default_rng(args.seed).permutation(pz.shape[0])
@@ -82,19 +105,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "empty%": f"{100 * r['empty_rate']:.1f}"} for r in rows]
     print(f"embedded corrupted digits, alpha = {args.alpha}, 500 calibration / {test.size} test, 500 OOD inputs")
     print(_table(fmt, ["coverage", "size", "sscv", "covgap", "empty%", "ood_size"]))
+    write_json_atomic(out, {"alpha": args.alpha, "seed": args.seed, "methods": rows})
+    print(f"-> {out}")
     return 0
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    z, y = _read(args.cal_logits, args.cal_labels, True, "cal")
+def cmd_fit(args: argparse.Namespace) -> int:
+    (out,) = output_paths(args, "model.json")
+    z, y = _read(args, "cal")
     T_energy, beta = args.T_energy, args.beta
     if args.tune_logits:
-        tz, ty = _read(args.tune_logits, args.tune_labels, True, "tune")
+        tz, ty = _read(args, "tune")
         tuned = tune_energy(tz, ty, args.score, alpha=args.alpha, T_cal=args.T_cal, random_state=args.seed,
                             **KWARGS.get(args.score, {}))
         T_energy, beta = tuned.T_energy, tuned.beta
         print(f"tuned on {tz.shape[0]} tuning rows: T_energy = {T_energy:g}, beta = {beta:g}")
-    out = _output(args.output, args.force)
     dev = _device(args.device)
     model = EnergyConformalClassifier(args.score, energy=not args.no_energy, alpha=args.alpha, T_energy=T_energy,
                                       beta=beta, T_cal=args.T_cal, randomized=not args.no_randomized,
@@ -108,69 +133,87 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_model(path: pathlib.Path) -> EnergyConformalClassifier:
+    try:
+        return EnergyConformalClassifier.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except Exception as err:
+        raise usage_error("--model", "a model.json written by `iclr26-energycp fit`",
+                          f"{path.name} ({' '.join(str(err).split())})") from err
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
-    model = EnergyConformalClassifier.from_dict(json.loads(pathlib.Path(args.model).read_text(encoding="utf-8")))
-    z, _ = load_logits(args.logits)
+    (out,) = output_paths(args, f"sets.{args.format}")
+    model = _load_model(args.model)
+    z, _ = _read(args, "test", need_labels=False)
     dev = _device(args.device)
     sets = model.predict_set(_to(dev, z))
     sets = sets.cpu().numpy() if hasattr(sets, "cpu") else np.asarray(sets)
     print(f"{sets.shape[0]} prediction sets, mean size {sets.sum(1).mean():.4f}")
-    if args.output:
-        out = _output(args.output, args.force)
-        if out.suffix == ".json":
-            write_json_atomic(out, [np.flatnonzero(r).tolist() for r in sets])
-        elif out.suffix == ".npy":
-            with atomic_path(out) as tmp:
-                np.save(tmp, sets)
-        else:
-            raise SystemExit(f"-o: expected a .npy or .json path, got {out.name}")
-        print(f"-> {out}")
+    if args.format == "json":
+        write_json_atomic(out, [np.flatnonzero(r).tolist() for r in sets])
+    else:
+        with atomic_path(out) as tmp:
+            np.save(tmp, sets)
+    print(f"-> {out}")
     return 0
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    zc, yc = _read(args.cal_logits, args.cal_labels, True, "cal")
-    zt, yt = _read(args.test_logits, args.test_labels, True, "test")
-    if zc.shape[1] != zt.shape[1]:
-        raise SystemExit(f"--test-logits: expected K = {zc.shape[1]} columns like the calibration file, "
-                         f"got {zt.shape[1]}")
-    scores = [s.strip() for s in args.scores.split(",") if s.strip()]
+def _score_list(text: str) -> list[str]:
+    scores = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in scores if s not in BASE_SCORES]
-    if bad:
-        raise SystemExit(f"--scores: expected a comma list of {BASE_SCORES}, got {bad}")
-    if not 0 < args.tune_frac < 1:
-        raise SystemExit(f"--tune-frac: expected a number in (0, 1), got {args.tune_frac}")
+    if bad or not scores:
+        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(BASE_SCORES)}, got {text!r}")
+    return scores
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    (out,) = output_paths(args, "evaluation.json")
+    zc, yc = _read(args, "cal")
+    zt, yt = _read(args, "test")
+    if zc.shape[1] != zt.shape[1]:
+        raise usage_error("--test-logits", f"K = {zc.shape[1]} columns like --cal-logits", f"{zt.shape[1]}")
     n_tune = max(4, int(round(args.tune_frac * zc.shape[0])))
     tz, ty, rest_z, rest_y = tune_pool_split(zc, yc, n_tune, args.seed)
     pool_z, pool_y = np.concatenate([rest_z, zt]), np.concatenate([rest_y, yt])
     n_cal = rest_z.shape[0]
     dev = _device(args.device)
     results: dict[str, dict[str, list[float]]] = {}
-    for score in progress(scores, desc="scores", quiet=args.quiet):
-        tuned = tune_energy(tz, ty, score, alpha=args.alpha, random_state=args.seed, **KWARGS.get(score, {}))
-        for t in range(args.trials):
-            idx = np.random.default_rng(args.seed + 100 + t).permutation(pool_z.shape[0])
-            cal, test = idx[:n_cal], idx[n_cal:]
-            for energy in (False, True):
-                model = EnergyConformalClassifier(score, energy=energy, alpha=args.alpha, T_energy=tuned.T_energy,
-                                                  beta=tuned.beta, random_state=args.seed + 100 + t,
-                                                  **KWARGS.get(score, {}))
-                model.fit(_to(dev, pool_z[cal]), _to(dev, pool_y[cal]))
-                m = model.evaluate(_to(dev, pool_z[test]), pool_y[test])
-                rec = results.setdefault(("energy-" if energy else "") + score, {})
-                for k, v in m.items():
-                    rec.setdefault(k, []).append(v)
+    runs = [(score, t) for score in args.scores for t in range(args.trials)]
+    tuned = {}
+    for score, t in progress(runs, desc="trials", quiet=args.quiet):
+        if score not in tuned:
+            tuned[score] = tune_energy(tz, ty, score, alpha=args.alpha, random_state=args.seed,
+                                       **KWARGS.get(score, {}))
+        idx = np.random.default_rng(args.seed + 100 + t).permutation(pool_z.shape[0])
+        cal, test = idx[:n_cal], idx[n_cal:]
+        for energy in (False, True):
+            model = EnergyConformalClassifier(score, energy=energy, alpha=args.alpha,
+                                              T_energy=tuned[score].T_energy, beta=tuned[score].beta,
+                                              random_state=args.seed + 100 + t, **KWARGS.get(score, {}))
+            model.fit(_to(dev, pool_z[cal]), _to(dev, pool_y[cal]))
+            m = model.evaluate(_to(dev, pool_z[test]), pool_y[test])
+            rec = results.setdefault(("energy-" if energy else "") + score, {})
+            for k, v in m.items():
+                rec.setdefault(k, []).append(v)
     cols = ["coverage", "size", "sscv", "covgap"]
     rows = [{"method": name, **{c: f"{np.mean(rec[c]):.3f} ± {np.std(rec[c]):.3f}" for c in cols}}
             for name, rec in results.items()]
     print(f"{args.trials} trials, {n_cal} calibration / {pool_z.shape[0] - n_cal} test, {n_tune} tuning rows, "
           f"alpha = {args.alpha}")
     print(_table(rows, cols))
-    if args.json:
-        out = _output(args.json, args.force)
-        write_json_atomic(out, {name: {k: {"mean": float(np.mean(v)), "sd": float(np.std(v))} for k, v in rec.items()}
-                                for name, rec in results.items()})
-        print(f"-> {out}")
+    write_json_atomic(out, {name: {k: {"mean": float(np.mean(v)), "sd": float(np.std(v))} for k, v in rec.items()}
+                            for name, rec in results.items()})
+    print(f"-> {out}")
     return 0
 
 
@@ -179,45 +222,48 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
-    demo = sub.add_parser("demo", parents=[common], help="the eight methods on the embedded digits logits")
+    demo = sub.add_parser("demo", parents=[common], help="the eight methods on the embedded digits logits; "
+                                                         "writes demo.json")
     demo.add_argument("--alpha", type=float, default=0.1)
     demo.set_defaults(handler=cmd_demo)
 
-    cal = sub.add_parser("calibrate", parents=[common], help="fit q_hat on calibration logits; write the model JSON")
-    cal.add_argument("--cal-logits", required=True, help=".npy/.npz/.pt/.csv logits (n, K)")
-    cal.add_argument("--cal-labels", default=None, help="labels file (not needed when the logits file holds them)")
-    cal.add_argument("--score", choices=BASE_SCORES, default="aps")
-    cal.add_argument("--no-energy", action="store_true", help="the base score, without the energy weight")
-    cal.add_argument("--alpha", type=float, default=0.1)
-    cal.add_argument("--T-energy", dest="T_energy", type=float, default=1.0)
-    cal.add_argument("--beta", type=float, default=1.0)
-    cal.add_argument("--T-cal", dest="T_cal", type=float, default=1.0)
-    cal.add_argument("--no-randomized", action="store_true", help="u = 0 (larger sets)")
-    cal.add_argument("--class-conditional", action="store_true", help="one threshold per class")
-    cal.add_argument("--tune-logits", default=None, help="tune T_energy and beta on these (disjoint) logits")
-    cal.add_argument("--tune-labels", default=None)
-    cal.add_argument("-o", "--output", default="model.json")
-    cal.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    cal.set_defaults(handler=cmd_calibrate)
+    fit = sub.add_parser("fit", aliases=["calibrate"], parents=[common],
+                         help="fit q_hat on calibration logits; writes model.json")
+    fit.add_argument("--cal-logits", type=existing_file, required=True, help=".npy/.npz/.pt/.csv logits (n, K)")
+    fit.add_argument("--cal-labels", type=existing_file, default=None,
+                     help="labels file (not needed when the logits file holds them)")
+    fit.add_argument("--score", choices=BASE_SCORES, default="aps")
+    fit.add_argument("--no-energy", action="store_true", help="the base score, without the energy weight")
+    fit.add_argument("--alpha", type=float, default=0.1)
+    fit.add_argument("--T-energy", dest="T_energy", type=float, default=1.0)
+    fit.add_argument("--beta", type=float, default=1.0)
+    fit.add_argument("--T-cal", dest="T_cal", type=float, default=1.0)
+    fit.add_argument("--no-randomized", action="store_true", help="u = 0 (larger sets)")
+    fit.add_argument("--class-conditional", action="store_true", help="one threshold per class")
+    fit.add_argument("--tune-logits", type=existing_file, default=None,
+                     help="tune T_energy and beta on these (disjoint) logits")
+    fit.add_argument("--tune-labels", type=existing_file, default=None)
+    fit.set_defaults(handler=cmd_fit)
 
-    pred = sub.add_parser("predict", parents=[common], help="prediction sets from a calibrated model JSON")
-    pred.add_argument("--model", required=True)
-    pred.add_argument("--logits", required=True)
-    pred.add_argument("-o", "--output", default=None, help="sets as a boolean (n, K) .npy or a .json list of lists")
-    pred.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    pred = sub.add_parser("predict", parents=[common],
+                          help="prediction sets from a model.json; writes sets.npy (or sets.json)")
+    pred.add_argument("--model", type=existing_file, required=True, help="model.json written by fit")
+    pred.add_argument("--logits", dest="test_logits", type=existing_file, required=True)
+    pred.add_argument("--format", choices=("npy", "json"), default="npy",
+                      help="sets.npy: a boolean (n, K) array; sets.json: a list of label lists (default: npy)")
     pred.set_defaults(handler=cmd_predict)
 
-    ev = sub.add_parser("evaluate", parents=[common], help="base vs energy over random cal/test splits")
-    ev.add_argument("--cal-logits", required=True)
-    ev.add_argument("--cal-labels", default=None)
-    ev.add_argument("--test-logits", required=True)
-    ev.add_argument("--test-labels", default=None)
-    ev.add_argument("--scores", default="lac,aps,raps,saps")
+    ev = sub.add_parser("evaluate", aliases=["eval"], parents=[common],
+                        help="base vs energy over random cal/test splits; writes evaluation.json")
+    ev.add_argument("--cal-logits", type=existing_file, required=True)
+    ev.add_argument("--cal-labels", type=existing_file, default=None)
+    ev.add_argument("--test-logits", type=existing_file, required=True)
+    ev.add_argument("--test-labels", type=existing_file, default=None)
+    ev.add_argument("--scores", type=_score_list, default="lac,aps,raps,saps")
     ev.add_argument("--alpha", type=float, default=0.1)
-    ev.add_argument("--tune-frac", type=float, default=0.2, help="fraction of the calibration file kept for tuning")
-    ev.add_argument("--trials", type=int, default=10)
-    ev.add_argument("--json", default=None, help="write mean and sd of every metric here")
-    ev.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    ev.add_argument("--tune-frac", type=_fraction, default=0.2,
+                    help="fraction of the calibration file kept for tuning")
+    ev.add_argument("--trials", type=positive_int, default=10)
     ev.set_defaults(handler=cmd_evaluate)
 
     add_bench_command(sub, [BENCHMARK])
@@ -226,5 +272,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    return run(build_parser(), argv)

@@ -24,6 +24,7 @@ from ._checks import (
     check_nonnegative,
     check_nonnegative_int,
     check_positive,
+    not_fitted_error,
     warn_if_probabilities,
 )
 from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weight
@@ -66,8 +67,20 @@ def conformal_quantile(scores: Any, alpha: float) -> float:
 class EnergyConformalClassifier:
     """Split-conformal classifier on logits with energy-reweighted LAC/APS/RAPS/SAPS scores.
 
+    Follows scikit-learn's estimator contract without importing it: ``get_params(deep)``,
+    ``set_params``, a repr of the non-default parameters, ``sklearn.base.clone``, and
+    ``sklearn.exceptions.NotFittedError`` before ``fit``. ``fit(X, y)`` takes the calibration logits
+    as ``X``.
+
     Args:
-        score: base score, "lac", "aps", "raps" or "saps".
+        score: base score, "lac", "aps", "raps" or "saps", or a user score object: a callable
+            ``score(probs, labels=None, rng=None)`` mapping (n, K) numpy probabilities to the (n,)
+            nonconformity of ``labels`` (an (n,) int array), or to the (n, K) matrix of every label
+            when ``labels`` is None (larger = less conforming; ``rng`` is the estimator's
+            ``numpy.random.Generator``, for randomised scores). The energy weight multiplies it, as
+            for APS, so a user score should be non-negative. Example (LAC's ``1 - p_y`` with the
+            multiplicative weight): ``score=lambda p, labels=None, rng=None: 1 - (p if labels is None
+            else p[np.arange(len(p)), labels])``.
         energy: True for the energy weight (the method), False for the base score, or
             "entropy" for the entropy-weight ablation of the official code.
         alpha: miscoverage level in (0, 1).
@@ -106,9 +119,53 @@ class EnergyConformalClassifier:
         self.input = input
         self.random_state = random_state
 
-    def get_params(self) -> dict[str, Any]:
-        """The constructor arguments, by name."""
-        return {k: getattr(self, k) for k in _PARAMS}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor arguments, by name (``deep`` adds ``score__<name>`` for a score with ``get_params``)."""
+        params = {k: getattr(self, k) for k in _PARAMS}
+        if deep and hasattr(self.score, "get_params") and not isinstance(self.score, type):
+            params.update({f"score__{k}": v for k, v in self.score.get_params().items()})
+        return params
+
+    def set_params(self, **params: Any) -> EnergyConformalClassifier:
+        """Sets constructor arguments by name (``score__<name>`` reaches a score object); returns ``self``.
+
+        Raises:
+            ValueError: an unknown parameter name.
+        """
+        nested: dict[str, Any] = {}
+        for key, value in params.items():
+            head, sep, rest = key.partition("__")
+            if head not in _PARAMS or (sep and not hasattr(self.score, "set_params")):
+                raise ValueError(f"{key}: expected a parameter of EnergyConformalClassifier {_PARAMS}, got {key!r}")
+            if sep:
+                nested[rest] = value
+            else:
+                setattr(self, key, value)
+        if nested:
+            self.score.set_params(**nested)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = type(self)().get_params(deep=False)
+        changed = [f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
+                   if not (isinstance(v, type(defaults[k])) and v == defaults[k])]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (imported only when sklearn asks): a classifier that needs no positive ``X``."""
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags(), requires_fit=True)
+
+    def _base_name(self) -> str | None:
+        """The built-in score's name, or None for a user score object."""
+        if isinstance(self.score, str):
+            return check_choice(self.score, "score", BASE_SCORES)
+        if callable(self.score):
+            return None
+        raise ValueError(f"score: expected one of {BASE_SCORES} or a callable score(probs, labels=None, rng=None), "
+                         f"got {self.score!r}")
 
     def _weight_name(self) -> str:
         if self.energy is True:
@@ -120,7 +177,7 @@ class EnergyConformalClassifier:
         raise ValueError(f"energy: expected True, False or 'entropy', got {self.energy!r}")
 
     def _check_params(self) -> str:
-        check_choice(self.score, "score", BASE_SCORES)
+        self._base_name()
         check_choice(self.input, "input", INPUTS)
         check_alpha(self.alpha)
         for name in ("T_energy", "beta", "T_cal", "saps_weight"):
@@ -148,9 +205,13 @@ class EnergyConformalClassifier:
         y = None if labels is None else check_labels(labels, p.shape[0], p.shape[1], ops)
         if not hasattr(self, "rng_"):
             self.rng_ = np.random.default_rng(self.random_state)
-        base = _base(self.score, p, ops, y, bool(self.randomized), self.rng_, None,
-                     float(self.penalty), int(self.kreg), float(self.saps_weight))
-        return apply_weight(self.score, base, w, weight), p, ops
+        name = self._base_name()
+        if name is None:
+            base = _user_score(self.score, p, ops, y, self.rng_)
+        else:
+            base = _base(name, p, ops, y, bool(self.randomized), self.rng_, None,
+                         float(self.penalty), int(self.kreg), float(self.saps_weight))
+        return apply_weight(name or "custom", base, w, weight), p, ops
 
     def fit(self, cal_logits: Any, cal_labels: Any) -> EnergyConformalClassifier:
         """Calibrates ``q_hat_`` on (n, K) logits and (n,) integer labels; returns ``self``.
@@ -181,7 +242,8 @@ class EnergyConformalClassifier:
 
     def _check_fitted(self, logits: Any) -> None:
         if not hasattr(self, "q_hat_"):
-            raise ValueError("EnergyConformalClassifier: call fit (or from_dict) before predicting")
+            raise not_fitted_error("This EnergyConformalClassifier instance is not fitted yet; call fit(cal_logits, "
+                                   "cal_labels) (or from_dict) before predicting")
         k = ops_for(logits).float64(logits).shape
         if len(k) == 2 and k[1] != self.n_classes_:
             raise ValueError(f"logits: expected K = {self.n_classes_} columns as in calibration, got {k[1]}")
@@ -221,9 +283,15 @@ class EnergyConformalClassifier:
                                    logits=ops.to_numpy(logits))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable state: parameters, ``q_hat_`` (inf as the string "inf") and the generator state."""
+        """JSON-serialisable state: parameters, ``q_hat_`` (inf as the string "inf") and the generator state.
+
+        Raises:
+            ValueError: ``score`` is a user object (it cannot be written as JSON).
+        """
         self._check_params()
-        d: dict[str, Any] = {"params": self.get_params()}
+        if self._base_name() is None:
+            raise ValueError(f"score: a user score object cannot be saved with to_dict, got {self.score!r}")
+        d: dict[str, Any] = {"params": self.get_params(deep=False)}
         if hasattr(self, "q_hat_"):
             q = np.atleast_1d(np.asarray(self.q_hat_, dtype=float))
             d["q_hat"] = [("inf" if math.isinf(v) else float(v)) for v in q]
@@ -255,3 +323,15 @@ class EnergyConformalClassifier:
             model.rng_ = np.random.default_rng()
             model.rng_.bit_generator.state = d["rng_state"]
         return model
+
+
+def _user_score(score: Any, p, ops, labels, rng: np.random.Generator):
+    """A user score on numpy probabilities (n, K); checked to (n,) with labels, else (n, K), on ``p``'s backend."""
+    p_np = ops.to_numpy(p)
+    y_np = None if labels is None else ops.to_numpy(labels)
+    out = np.asarray(score(p_np, y_np, rng=rng), dtype=np.float64)
+    want = p_np.shape if labels is None else p_np.shape[:1]
+    if out.shape != want or not np.isfinite(out).all():
+        raise ValueError(f"score: expected the user score to return finite values of shape {want}, "
+                         f"got shape {out.shape}")
+    return ops.from_numpy(out)

@@ -1,8 +1,12 @@
-"""``iclr26-minpv``: estimate MI on the Gaussian benchmark, fit a density ratio, inspect path variances, bench."""
+"""``iclr26-minpv``: fit a density ratio on user samples, evaluate MI on the Gaussian benchmark, compare path
+variances, bench.
+
+Every command writes into the ``--out`` folder: ``fit`` -> ``log_ratio.npy``, ``evaluate`` -> ``mi.json``,
+``path-variance`` -> ``path_variance.json``.
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 import time
@@ -10,7 +14,16 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 
 from .bench import MINPV
 from .data import gaussian_mi_joint, gaussian_mi_task
@@ -26,12 +39,19 @@ def _fit_options(p: argparse.ArgumentParser, steps: int) -> None:
     p.add_argument("--hidden", type=int, nargs="+", default=[128, 128, 128], help="MLP widths (default: 128 128 128)")
 
 
-def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+def _load_samples(option: str, path: pathlib.Path) -> np.ndarray:
+    """An ``(n, d)`` float array from the ``.npy`` file given to ``option``."""
+    try:
+        X = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise usage_error(option, "a .npy file holding an (n, d) array", f"{str(path)!r} ({err})") from None
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+        raise usage_error(option, "a numeric (n, d) array", f"{getattr(X, 'shape', type(X).__name__)} in {str(path)!r}")
+    return X.astype(np.float64, copy=False)
 
 
-def cmd_mi(args) -> int:
+def cmd_evaluate(args) -> int:
+    (target,) = output_paths(args, "mi.json")
     evaluation, _, true_mi = gaussian_mi_task(args.d, args.n_eval, seed=10_000 + args.seed)
     start = time.perf_counter()
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
@@ -39,30 +59,25 @@ def cmd_mi(args) -> int:
     model.fit(lambda n, rng: gaussian_mi_joint(n, args.d, rng))
     estimate = model.kl_divergence(evaluation)
     seconds = time.perf_counter() - start
-    summary = {"d": args.d, "path": args.path, "estimated_mi": estimate, "true_mi": true_mi,
+    summary = {"d": args.d, "path": args.path, "seed": args.seed, "estimated_mi": estimate, "true_mi": true_mi,
                "abs_error": abs(estimate - true_mi), "path_summary": model.path_.summary(),
                "path_variance_objective": model.history_["path_variance"][-1], "seconds": seconds}
     print(f"MI estimate {estimate:.4f} nats (true {true_mi:g}, |error| {abs(estimate - true_mi):.4f}); "
           f"path {args.path}: {', '.join(f'{k}={v:.3f}' for k, v in summary['path_summary'].items())}, "
           f"path variance {summary['path_variance_objective']:.4g}; {seconds:.1f}s")
-    target = pathlib.Path(args.out) / f"mi_d{args.d}_{args.path}_seed{args.seed}.json"
-    _refuse_overwrite(target, args.force)
     write_json_atomic(target, summary)
     print(f"  -> {target}")
     return 0
 
 
-def cmd_dre(args) -> int:
-    num = np.load(args.num)
-    den = np.load(args.den) if args.den else None
-    points = np.load(args.eval) if args.eval else num
+def cmd_fit(args) -> int:
+    (target,) = output_paths(args, "log_ratio.npy")
+    num = _load_samples("--num", args.num)
+    den = _load_samples("--den", args.den) if args.den else None
+    points = _load_samples("--eval", args.eval) if args.eval else num
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
                          seed=args.seed, device=args.device).fit(num, den)
     log_r = model.log_ratio(points)
-    target = pathlib.Path(args.out)
-    if target.suffix != ".npy":
-        target = target / "log_ratio.npy"
-    _refuse_overwrite(target, args.force)
     with atomic_path(target) as tmp:
         with open(tmp, "wb") as f:
             np.save(f, log_r)
@@ -71,57 +86,56 @@ def cmd_dre(args) -> int:
 
 
 def cmd_path_variance(args) -> int:
+    (target,) = output_paths(args, "path_variance.json")
     result = {}
-    for name in args.paths:
+    for name in progress(args.paths, desc="paths", quiet=args.quiet):
         path = make_path(name).double()
+        note = ""
         if name == "minpv":
             result["minpv_init"] = float(path_variance_objective(path, args.d, args.m2).detach())
             fit_path_variance(path, args.d, args.m2, steps=args.fit_steps)
             a, b, w = (v.detach().tolist() for v in path.shape_parameters())
             result["minpv_parameters"] = {"a": a, "b": b, "w": w}
+            note = (f"  (init {result['minpv_init']:.4g}; a={np.round(a, 3).tolist()}, b={np.round(b, 3).tolist()}, "
+                    f"w={np.round(w, 3).tolist()})")
         result[name] = float(path_variance_objective(path, args.d, args.m2).detach())
-        print(f"{name:12s} {result[name]:.4g}" + (f"  (init {result['minpv_init']:.4g}; a={np.round(a, 3).tolist()}, "
-                                                   f"b={np.round(b, 3).tolist()}, w={np.round(w, 3).tolist()})"
-                                                   if name == "minpv" else ""))
-    if args.json:
-        print(json.dumps(result))
+        print(f"{name:12s} {result[name]:.4g}{note}")
+    write_json_atomic(target, result)
+    print(f"  -> {target}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-minpv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    mi = sub.add_parser("mi", parents=[common_options()], help="MI on the high-dimensional Gaussian benchmark")
-    mi.add_argument("--d", type=int, default=20, help="even dimension (default: 20; true MI 5 nats)")
-    mi.add_argument("--n-eval", type=int, default=2000, help="evaluation samples (default: 2000)")
-    mi.add_argument("--force", action="store_true", help="overwrite an existing result file")
-    _fit_options(mi, 3000)
-    mi.set_defaults(handler=cmd_mi)
-    dre = sub.add_parser("dre", parents=[common_options()], help="fit log p/q on .npy samples and write log-ratios")
-    dre.add_argument("--num", required=True, help="numerator samples (n, d) .npy")
-    dre.add_argument("--den", default=None, help="denominator samples (m, d) .npy (default: standard Gaussian)")
-    dre.add_argument("--eval", default=None, help="points to evaluate (default: the numerator samples)")
-    dre.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    _fit_options(dre, 3000)
-    dre.set_defaults(handler=cmd_dre)
-    pv = sub.add_parser("path-variance", help="closed-form path-variance objective per path (no training)")
+    fit = sub.add_parser("fit", aliases=["dre"], parents=[common_options()],
+                         help="fit log p/q on .npy samples; writes log_ratio.npy (log-ratios at --eval)")
+    fit.add_argument("--num", type=existing_file, required=True, help="numerator samples (n, d) .npy")
+    fit.add_argument("--den", type=existing_file, default=None,
+                     help="denominator samples (m, d) .npy (default: standard Gaussian)")
+    fit.add_argument("--eval", type=existing_file, default=None,
+                     help="points to evaluate (default: the numerator samples)")
+    _fit_options(fit, 3000)
+    fit.set_defaults(handler=cmd_fit)
+    ev = sub.add_parser("evaluate", aliases=["mi"], parents=[common_options()],
+                        help="MI on the high-dimensional Gaussian benchmark; writes mi.json")
+    ev.add_argument("--d", type=int, default=20, help="even dimension (default: 20; true MI 5 nats)")
+    ev.add_argument("--n-eval", type=int, default=2000, help="evaluation samples (default: 2000)")
+    _fit_options(ev, 3000)
+    ev.set_defaults(handler=cmd_evaluate)
+    pv = sub.add_parser("path-variance", parents=[common_options()],
+                        help="closed-form path-variance objective per path (no training); writes path_variance.json")
     pv.add_argument("--d", type=float, default=20.0, help="data dimension (default: 20)")
     pv.add_argument("--m2", type=float, default=20.0, help="second moment E|x1|^2 (default: 20)")
     pv.add_argument("--paths", nargs="+", choices=sorted(PATHS), default=["linear", "trig", "vp", "cosine", "minpv"])
     pv.add_argument("--fit-steps", type=int, default=400, help="path-only Adam steps for minpv (default: 400)")
-    pv.add_argument("--json", action="store_true", help="also print the values as JSON")
     pv.set_defaults(handler=cmd_path_variance)
     add_bench_command(sub, [MINPV])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    expanded: list[str] = []
-    for a in argv:  # `--quick` is shorthand for `--scale quick`
-        expanded += ["--scale", "quick"] if a == "--quick" else [a]
-    args = build_parser().parse_args(expanded)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

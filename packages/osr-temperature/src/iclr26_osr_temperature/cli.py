@@ -1,4 +1,7 @@
-"""``iclr26-osr-temperature``: print/plot a schedule, train on an OSR split, evaluate scores, run the benchmark."""
+"""``iclr26-osr-temperature``: render a schedule, fit on an OSR split, evaluate scores, run the benchmark.
+
+Files land in the ``--out`` folder: ``render --plot`` -> ``schedule.png``, ``fit`` -> ``run.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +13,15 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 
 from . import data, metrics, schedules
@@ -36,41 +47,47 @@ def _schedule_from(args, n_epochs: int, tau_constant: float | None = None) -> sc
     return schedules.get(name, **kwargs)
 
 
-def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+def _load_array(option: str, path: pathlib.Path) -> np.ndarray:
+    """The 1-D numeric array in the ``.npy`` file given to ``option``."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise usage_error(option, "a .npy file holding a 1-D numeric array", f"{str(path)!r} ({err})") from None
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or not np.issubdtype(arr.dtype, np.number):
+        got = getattr(arr, "shape", type(arr).__name__)
+        raise usage_error(option, "a 1-D numeric array", f"{got} in {str(path)!r}")
+    return arr
 
 
-def cmd_schedule(args) -> int:
+def cmd_render(args) -> int:
+    paths = output_paths(args, "schedule.png") if args.plot else []
     sched = _schedule_from(args, args.epochs)
     taus = sched.as_array(args.epochs)
     print("epoch,tau")
     for t, tau in enumerate(taus):
         print(f"{t},{tau:.10g}")
-    if args.plot:
-        path = pathlib.Path(args.plot)
-        _refuse_overwrite(path, args.force)
+    if paths:
         try:
             import matplotlib
 
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            print("matplotlib is not installed; no plot written", file=sys.stderr)
-            return 0
+            raise usage_error("--plot", "matplotlib installed", "no matplotlib") from None
         fig, ax = plt.subplots(figsize=(5, 3))
         ax.plot(np.arange(taus.size), taus)
         ax.set(xlabel="epoch t", ylabel="tau", title=repr(sched))
         ax.title.set_fontsize(6)
         fig.tight_layout()
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=100)
+        with atomic_path(paths[0]) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
         plt.close(fig)
-        print(f"plot -> {path}", file=sys.stderr)
+        print(f"plot -> {paths[0]}", file=sys.stderr)
     return 0
 
 
-def cmd_train(args) -> int:
+def cmd_fit(args) -> int:
+    (target,) = output_paths(args, "run.json")
     if args.data == "digits":
         task = data.digits_osr(args.split)
     elif args.data == "blobs":
@@ -97,22 +114,22 @@ def cmd_train(args) -> int:
         report = evaluate_knn(model, task, k=args.k)
     print(f"{args.data} split {args.split} {args.loss} {sched!r}: accuracy {report['accuracy']:.4f}, "
           f"AUROC {report['auroc']:.4f}, OSCR {report['oscr']:.4f}")
-    if args.out_json:
-        path = pathlib.Path(args.out_json)
-        _refuse_overwrite(path, args.force)
-        write_json_atomic(path, {"data": args.data, "split": args.split, "loss": args.loss, "seed": args.seed,
-                                 "schedule": repr(sched), "epochs": args.epochs, **report,
-                                 "temperatures": history.temperatures, "losses": history.losses})
+    write_json_atomic(target, {"data": args.data, "split": args.split, "loss": args.loss, "seed": args.seed,
+                               "schedule": repr(sched), "epochs": args.epochs, **report,
+                               "temperatures": history.temperatures, "losses": history.losses})
+    print(f"  -> {target}")
     return 0
 
 
 def cmd_evaluate(args) -> int:
-    known, unknown = np.load(args.known_scores), np.load(args.unknown_scores)
-    out = {"auroc": metrics.auroc(known, unknown)}
     if (args.known_preds is None) != (args.known_labels is None):
-        raise SystemExit("--known-preds and --known-labels go together")
+        raise usage_error("--known-preds/--known-labels", "both or neither",
+                          "--known-preds only" if args.known_labels is None else "--known-labels only")
+    known = _load_array("--known-scores", args.known_scores)
+    unknown = _load_array("--unknown-scores", args.unknown_scores)
+    out = {"auroc": metrics.auroc(known, unknown)}
     if args.known_preds is not None:
-        preds, labels = np.load(args.known_preds), np.load(args.known_labels)
+        preds, labels = _load_array("--known-preds", args.known_preds), _load_array("--known-labels", args.known_labels)
         out["oscr"] = metrics.oscr(known, unknown, preds, labels)
         out["accuracy"] = float(np.mean(preds == labels))
     print(json.dumps(out))
@@ -123,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-osr-temperature", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("schedule", help="print a temperature schedule as epoch,tau CSV")
+    s = sub.add_parser("render", aliases=["schedule"], parents=[common_options()],
+                       help="print a temperature schedule as epoch,tau CSV; --plot also writes schedule.png")
     s.add_argument("--name", default="negcos", choices=schedules.NAMES)
     s.add_argument("--tau", type=float, default=1.0, help="tau of 'constant' (default: 1.0)")
     s.add_argument("--tau-min", type=float, default=0.5)
@@ -131,12 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, default=60, help="N: the schedule's length; rows t = 0..N")
     s.add_argument("--period", type=float, default=None, help="T (gcos default 200; negcos default: one rise)")
     s.add_argument("--shift", type=float, default=1.0, help="gcos shift s in [0, 1]")
-    s.add_argument("--seed", type=int, default=0, help="seed of 'random'")
-    s.add_argument("--plot", default=None, help="also write a PNG plot here (needs matplotlib)")
-    s.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
-    s.set_defaults(handler=cmd_schedule)
+    s.add_argument("--plot", action="store_true", help="also write schedule.png into --out (needs matplotlib)")
+    s.set_defaults(handler=cmd_render)
 
-    t = sub.add_parser("train", parents=[common_options()], help="train on an OSR split; print accuracy/AUROC/OSCR")
+    t = sub.add_parser("fit", aliases=["train"], parents=[common_options()],
+                       help="train on an OSR split; print accuracy/AUROC/OSCR; writes run.json")
     t.add_argument("--data", default="digits", choices=["digits", "blobs", "cifar10", "cifar+10", "cifar+50"])
     t.add_argument("--split", type=int, default=0, help="OSR split index 0..4")
     t.add_argument("--loss", default="ce", choices=["ce", "supcon"])
@@ -150,15 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float, default=0.05)
     t.add_argument("--batch-size", type=int, default=64)
     t.add_argument("--k", type=int, default=100, help="kNN neighbours for supcon scoring")
-    t.add_argument("--out-json", default=None, help="write the run (metrics, temperatures, losses) as JSON here")
-    t.add_argument("--force", action="store_true", help="overwrite an existing --out-json file")
-    t.set_defaults(handler=cmd_train)
+    t.set_defaults(handler=cmd_fit)
 
-    e = sub.add_parser("evaluate", help="AUROC (and OSCR) from saved .npy scores")
-    e.add_argument("--known-scores", required=True)
-    e.add_argument("--unknown-scores", required=True)
-    e.add_argument("--known-preds", default=None)
-    e.add_argument("--known-labels", default=None)
+    e = sub.add_parser("evaluate", parents=[common_options()],
+                       help="AUROC (and OSCR) from saved .npy scores, printed as JSON")
+    e.add_argument("--known-scores", type=existing_file, required=True, help="(n,) scores of known test samples")
+    e.add_argument("--unknown-scores", type=existing_file, required=True, help="(m,) scores of unknown test samples")
+    e.add_argument("--known-preds", type=existing_file, default=None, help="(n,) predicted labels of the known")
+    e.add_argument("--known-labels", type=existing_file, default=None, help="(n,) true labels of the known")
     e.set_defaults(handler=cmd_evaluate)
 
     add_bench_command(sub, [BENCHMARK])
@@ -166,8 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":
