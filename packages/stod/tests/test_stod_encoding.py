@@ -130,3 +130,37 @@ def test_parametrization_backend_stays_orthogonal():
         pfd(torch.rand(2, 1, 4, 4)).pow(3).sum().backward()
         opt.step()
     assert pfd.orthogonality_error() < 1e-4  # float32 matrix exponential, not a retraction
+
+
+def test_fitted_stod_model_holds_no_graph_and_deep_copies():
+    import copy
+
+    from iclr26_stod import TensorBatches, build_model, fit
+
+    x, y = torch.rand(16, 1, 8, 8), torch.randint(0, 2, (16,))
+    model = build_model("stod", T=4, patch_size=4, in_channels=1, num_classes=2, image_size=8)
+    fit(model, TensorBatches(x, y, 8), epochs=1, device="cpu")
+    assert model.encoder._last is None
+    twin = copy.deepcopy(model)
+    assert torch.equal(twin(x), model(x))
+    enc = model.encoder.train()
+    enc(x)
+    assert enc.regularizer().requires_grad and enc._last is None  # handed over once, then released
+    enc(x)
+    enc.eval()
+    assert enc._last is None
+
+
+def test_fit_with_the_sibling_repositories_training_convention():
+    from iclr26_stod import TensorBatches, build_model, fit
+
+    x = torch.rand(32, 1, 8, 8)
+    y = (x.mean((1, 2, 3)) > x.mean()).long()
+    kw = {"neuron_kw": {"tau": 1.1, "v_reset": None, "decay_input": False, "surrogate": "triangle",
+                        "detach_membrane": True}}
+    model = build_model("stod", T=4, patch_size=4, in_channels=1, num_classes=2, image_size=8, **kw)
+    hist = fit(model, TensorBatches(x, y, 8, shuffle=True), epochs=3, optimizer="sgd", lr=0.1, per_step_ce=True,
+               device="cpu")
+    assert all(np.isfinite(hist.loss)) and hist.ce[-1] < hist.ce[0]
+    with pytest.raises(ValueError, match="optimizer"):
+        fit(model, TensorBatches(x, y, 8), epochs=1, optimizer="rmsprop")

@@ -80,3 +80,44 @@ def test_lif_matches_spikingjelly_when_installed():
     assert torch.equal(node(current), spikes)
     after_reset = h * (1 - spikes)
     assert torch.allclose(node.v_seq, after_reset, atol=1e-6)
+
+
+def _spikingjelly_soft_lif(x_seq, tau, v_th):
+    """SpikingJelly's LIFNode with v_reset=None, decay_input=False, re-implemented step by step."""
+    v, out = torch.zeros_like(x_seq[0]), []
+    for x in x_seq:
+        v = v - v / tau + x  # neuronal_charge, decay_input=False, v_reset=None
+        s = (v - v_th >= 0).to(x.dtype)  # neuronal_fire
+        v = v - s * v_th  # neuronal_reset, soft
+        out.append(s)
+    return torch.stack(out)
+
+
+def test_soft_reset_lif_matches_the_spikingjelly_rule():
+    current = torch.rand(12, 4, 9, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
+    lif = LIF(tau=1.1, v_reset=None, decay_input=False, surrogate="triangle", detach_membrane=True)
+    assert torch.equal(lif(current), _spikingjelly_soft_lif(current, 1.1, 1.0))
+
+
+def test_detached_membrane_stops_gradient_through_time():
+    x = torch.full((3, 1), 0.8, dtype=torch.float64, requires_grad=True)
+    for detach, through_time in ((True, False), (False, True)):
+        x.grad = None
+        LIF(surrogate="triangle", detach_membrane=detach)(x)[2].sum().backward()
+        assert bool(x.grad[:2].abs().sum() > 0) is through_time
+        assert x.grad[2].abs().item() > 0
+
+
+def test_triangle_surrogate_gradient_value():
+    from iclr26_stod.neurons import heaviside_triangle
+
+    u = torch.tensor([-2.0, -0.5, 0.0, 0.25, 1.5], dtype=torch.float64, requires_grad=True)
+    heaviside_triangle(u, 1.0).sum().backward()
+    assert u.grad.tolist() == pytest.approx([0.0, 0.5, 1.0, 0.75, 0.0])
+
+
+def test_soft_reset_lif_matches_spikingjelly_when_installed():
+    neuron = pytest.importorskip("spikingjelly.activation_based.neuron")
+    node = neuron.LIFNode(tau=1.1, decay_input=False, v_reset=None, step_mode="m")
+    current = torch.rand(10, 3, 7, generator=torch.Generator().manual_seed(0)) * 3
+    assert torch.equal(node(current), LIF(tau=1.1, v_reset=None, decay_input=False)(current))

@@ -1,7 +1,9 @@
 import json
 
+import pytest
+import torch
 from iclr26_shared.bench import run_and_save
-from iclr26_vit_token.bench import BENCHMARK
+from iclr26_vit_token.bench import ABLATIONS, BENCHMARK, MAIN_RUNS, SCALE_CONFIGS, _jobs, _main_claims
 
 
 def test_smoke_benchmark_writes_the_json_contract(tmp_path):
@@ -16,3 +18,39 @@ def test_smoke_benchmark_writes_the_json_contract(tmp_path):
     claims = {c["name"]: c for c in d["claims"]}
     assert claims["structure_params_flops"]["holds"] and claims["function_preservation"]["holds"]
     assert d["metrics"]["extra_params"] == 25_728
+
+
+def test_runs_of_one_seed_share_heads_data_and_weights():
+    jobs = {j.name: j for j in _jobs(MAIN_RUNS, SCALE_CONFIGS["smoke"], seed=7)}
+    base, spec = jobs["base"], jobs["spec"]
+    assert all(torch.equal(base.heads[k], spec.heads[k]) for k in base.heads)
+    assert base.data is spec.data and base.steps == spec.steps > 0 and jobs["random_init"].steps == 0
+    for k, v in base.state.items():  # every shared tensor of base reappears in both copies of spec
+        stem, _, leaf = k.rpartition(".")
+        copies = [spec.state[k]] if k in spec.state else [spec.state[f"{stem}.{t}.{leaf}"] for t in ("prefix", "patch")]
+        assert all(torch.equal(v, c) for c in copies)
+    again = {j.name: j for j in _jobs(MAIN_RUNS, SCALE_CONFIGS["smoke"], seed=7)}
+    assert all(torch.equal(again["spec"].heads[k], spec.heads[k]) for k in spec.heads)
+
+
+def _planted(gains):
+    per_seed = [{"base": {"miou": 0.40, "cls_acc": 0.80}, "spec": {"miou": 0.40 + g, "cls_acc": 0.80}}
+                for g in gains]
+    return _main_claims("quick", {}, per_seed, list(range(len(gains))), {
+        "base_params": 307_392, "extra_params": 25_728, "param_ratio": 0.0837, "flops_base": 1, "flops_spec": 1,
+        "flops_base_48px": 2, "flops_spec_48px": 2, "from_base_max_abs_diff": 0.0})
+
+
+@pytest.mark.parametrize("gains, holds", [([0.02, 0.03, 0.025], True), ([-0.02, -0.03, -0.025], False),
+                                          ([0.03, -0.03, 0.01], False)])
+def test_central_claim_is_paired_over_seeds(gains, holds):
+    claim = {c.name: c for c in _planted(gains)}["central_miou_gain"]
+    assert claim.holds is holds
+    assert claim.per_seed["values"] == pytest.approx([100 * g for g in gains])
+    assert claim.per_seed["wins"] == sum(g > 0 for g in gains)
+
+
+def test_quick_ablations_check_structure_without_training(tmp_path):
+    result = ABLATIONS.run(scale="quick", device="cpu", seed=0, out_dir=tmp_path)
+    assert {c.name for c in result.claims} == {"structure_params_flops", "function_preservation", "sepnorm_overhead"}
+    assert all(c.holds for c in result.claims) and result.rows == []

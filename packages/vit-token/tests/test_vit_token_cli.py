@@ -13,21 +13,22 @@ def test_params_table(capsys):
     assert "25,728" in out and "307,392" in out and "8.37%" in out
 
 
-def test_pretrain_probe_analyze_round_trip(tmp_path, capsys):
-    ckpt = tmp_path / "ckpt.pt"
-    args = ["pretrain", "--variant", "spec", "--steps", "3", "--batch-size", "8", "--n-images", "32",
-            "--log-every", "1", "--out", str(ckpt), "--device", "cpu"]
+def test_fit_evaluate_analyze_round_trip(tmp_path, capsys):
+    ckpt = tmp_path / "model.pt"
+    args = ["fit", "--variant", "spec", "--steps", "3", "--batch-size", "8", "--n-images", "32",
+            "--log-every", "1", "--out", str(tmp_path), "--device", "cpu"]
     assert main(args) == 0
     assert "step     3/3" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="--force"):
-        main(args)
-    assert main(["probe", "--ckpt", str(ckpt), "--n-train", "40", "--n-test", "16", "--epochs", "1",
+    assert main(args) == 2 and "--force" in capsys.readouterr().err
+    assert main(["evaluate", "--ckpt", str(ckpt), "--n-train", "40", "--n-test", "16", "--epochs", "1",
                  "--out", str(tmp_path), "--device", "cpu"]) == 0
-    result = json.loads((tmp_path / "probe.json").read_text())
+    result = json.loads((tmp_path / "evaluation.json").read_text())
     assert 0 <= result["cls_acc"] <= 1 and 0 <= result["miou"] <= 1
     assert main(["analyze", "--ckpt", str(ckpt), "--block", "3", "--n-images", "8", "--device", "cpu"]) == 0
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(stats) == {"cls_patch_pre", "cls_patch_post", "patch_patch_pre", "patch_patch_post"}
+    assert main(["analyze", "--ckpt", str(tmp_path / "evaluation.json"), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --ckpt: expected a model.pt")
 
 
 def test_cosine_stats_against_a_direct_computation():

@@ -49,3 +49,25 @@ def test_mask_patches_uses_the_token_order():
     assert out.shape == (2, 4, 16)
     assert np.array_equal(out[1, 1].reshape(4, 4), masks[1, :4, 4:])  # second patch = top-right block
     assert np.array_equal(out[0, 2].reshape(4, 4), masks[0, 4:, :4])
+
+
+def test_seg_probe_takes_many_classes_and_an_ignore_index():
+    from iclr26_vit_token import SpecViT, linear_probe_seg, make_shapes_seg
+
+    rng = np.random.default_rng(0)
+    data = make_shapes_seg(24, seed=1)
+    data.masks = rng.integers(0, 150, data.masks.shape).astype(np.int64)  # ADE20k-sized label set
+    data.masks[:, :4] = 255
+    model = SpecViT(depth=1)
+    out = linear_probe_seg(model, data, data, epochs=1, n_classes=150, ignore_index=255)
+    assert 0.0 <= out["miou"] <= 1.0
+    with pytest.raises(ValueError, match="masks: expected labels in \\[0, 150\\)"):
+        linear_probe_seg(model, data, data, epochs=1, n_classes=150)
+    with pytest.raises(ValueError, match="n_classes"):
+        linear_probe_seg(model, data, data, epochs=1, n_classes=1)
+
+
+def test_miou_leaves_out_ignored_pixels():
+    gt = np.array([0, 1, 255, 255])
+    pred = np.array([0, 1, 0, 1])
+    assert mean_iou(pred, gt, n_classes=2, ignore_index=255) == {"miou": 1.0, "pixel_acc": 1.0}

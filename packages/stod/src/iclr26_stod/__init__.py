@@ -18,14 +18,14 @@ from .encoding import (
 )
 from .gtc import collinearity_matrix, gradient_temporal_collinearity, gtc_hessian_bound, per_step_gradients
 from .models import EncodedSNN, SpikingConvNet, SpikingVGG11, build_model, load_model
-from .neurons import LIF, heaviside_atan, heaviside_rect, heaviside_sigmoid
+from .neurons import LIF, heaviside_atan, heaviside_rect, heaviside_sigmoid, heaviside_triangle
 from .optim import RiemannianSGD, orthogonality_error, qr_retraction, riemannian_gradient
 from .train import History, fit, kernel_path
 
 __version__ = _version("iclr26-stod")
 __all__ = [
     "__version__",
-    "LIF", "heaviside_atan", "heaviside_sigmoid", "heaviside_rect",
+    "LIF", "heaviside_atan", "heaviside_sigmoid", "heaviside_rect", "heaviside_triangle",
     "Encoder", "DirectEncoder", "RateEncoder", "NoisyDirectEncoder", "PFD", "STODEncoder", "gor_loss",
     "householder_kernels", "make_encoder", "patchify", "unpatchify",
     "RiemannianSGD", "riemannian_gradient", "qr_retraction", "orthogonality_error",

@@ -1,7 +1,7 @@
 """The registered reproduction ``stod``: GTC of direct vs rate encoding, STOD's mechanism, robustness.
 
 CPU scales train ``SpikingConvNet`` on the embedded ``digits`` (T = 4, Adam 1e-3, batch 64) with direct,
-rate (STE) and STOD encoders (p = 4, Householder init, λ_O = 0.05, Riemannian SGD η = 0.01), in
+rate (STE) and STOD encoders (p = 4, Householder init, λ_O = 0.05, Riemannian SGD η = 0.1), in
 parallel single-thread processes, then evaluate clean / FGSM / PGD-7 accuracy, GTC (input and first
 layer), the STOD kernels' orthogonality and GOR, with the one STOD model evaluated twice (kernels
 removed, kernels kept). ``full`` adds a second seed, rate encoding, FGSM adversarial training, two
@@ -50,18 +50,21 @@ class Config:
     full_checks: bool  # gradient masking, transfer attack, criterion 3 as a claim
     rate_draws: int
     gtc_images: int  # images used for GTC (the first ones of the evaluated set)
-    n_jobs: int
 
 
 CONFIGS = {
-    "smoke": Config("bars", "convnet", 2, 4, 1, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1, 64, 1),
+    "smoke": Config("bars", "convnet", 2, 4, 1, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1, 64),
     "quick": Config("digits", "convnet", 4, 4, 5, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1,
-                    540, 2),
+                    540),
     "full": Config("digits", "convnet", 4, 4, 15, 64, 1.0, 2, ("direct", "rate", "stod"), True, (0.05, 0.1), 0.1,
-                   True, 5, 540, 2),
+                   True, 5, 540),
     "paper": Config("cifar10", "vgg11", 4, 8, 200, 128, 1.0, 1, ("direct", "rate", "stod"), True, (8 / 255,),
-                    8 / 255, True, 5, 512, 1),
+                    8 / 255, True, 5, 512),
 }
+# Riemannian step size of the PFD kernels (the paper's value was not found). Chosen on seed 101, which no
+# benchmark scale uses: 5 quick epochs at 0.1 lower GOR by 26 % (3.43 -> 2.53); review found 3 % at the
+# spec's inferred 0.01 on seeds 0, 5, 9 (criterion: >= 10 %).
+KERNEL_LR = 0.1
 CLEAN_FLOORS = {"quick": {"direct": 0.90, "stod_removed": 0.85, "stod_kept": 0.90},
                 "full": {"direct": 0.95, "rate": 0.90, "stod_removed": 0.93, "stod_kept": 0.95}}
 
@@ -84,10 +87,11 @@ def _model(cfg: Config, encoding: str, data) -> EncodedSNN:
                        patch_size=cfg.patch, lambda_gor=0.05, normalize=normalize)
 
 
-def _train_job(cfg: Config, encoding: str, seed: int, adversarial: bool, device: str) -> dict:
-    """One training (runs in a worker process on CPU): returns the state dict, history and GOR at init."""
-    if device == "cpu":
-        torch.set_num_threads(1)
+def _train_job(cfg: Config, encoding: str, seed: int, adversarial: bool, device: str, threads: int | None) -> dict:
+    """One training (in a worker process with ``threads`` threads on CPU): returns the state dict, history and GOR
+    at init."""
+    if threads is not None:
+        torch.set_num_threads(threads)
     seed_everything(seed)
     data, x_eval, _ = _data(cfg, seed)
     model = _model(cfg, encoding, data)
@@ -96,7 +100,7 @@ def _train_job(cfg: Config, encoding: str, seed: int, adversarial: bool, device:
         with torch.no_grad():
             gor_init = float(gor_loss(model.encoder.pfd(x_eval[: cfg.gtc_images])))
     loader = TensorBatches(data.x_train, data.y_train, cfg.batch_size, shuffle=True, seed=seed, device=device)
-    history = fit(model, loader, epochs=cfg.epochs, adv_train="fgsm" if adversarial else None,
+    history = fit(model, loader, epochs=cfg.epochs, kernel_lr=KERNEL_LR, adv_train="fgsm" if adversarial else None,
                   eps_train=cfg.eps_train if adversarial else None, device=device, seed=seed)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return {"encoding": encoding, "seed": seed, "at": adversarial, "state": state, "history": history.to_dict(),
@@ -134,13 +138,15 @@ def _mean(rows: list[dict], method: str, key: str, at: bool = False) -> float:
 def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """The benchmark function registered as ``stod`` (see the module docstring)."""
     cfg = CONFIGS[check_scale(scale)]
-    if device == "cpu":
-        torch.set_num_threads(2)
     jobs_spec = [(enc, seed + k, False) for k in range(cfg.n_seeds) for enc in cfg.encodings]
     if cfg.adversarial:
         jobs_spec += [(enc, seed, True) for enc in cfg.encodings]
-    n_jobs = cfg.n_jobs if device == "cpu" else 1
-    jobs = Parallel(n_jobs=n_jobs)(delayed(_train_job)(cfg, e, s, a, device) for e, s, a in jobs_spec)
+    # the caller's threads (--threads) become as many single-thread training processes on CPU
+    workers = min(torch.get_num_threads(), len(jobs_spec)) if device == "cpu" else 1
+    if workers == 1:
+        jobs = [_train_job(cfg, e, s, a, device, None) for e, s, a in jobs_spec]
+    else:
+        jobs = Parallel(n_jobs=workers)(delayed(_train_job)(cfg, e, s, a, device, 1) for e, s, a in jobs_spec)
     data, x, y = _data(cfg, seed)
     x, y = x.to(device), y.to(device)
     rows: list[dict] = []

@@ -1,4 +1,8 @@
-"""``iclr26-stod``: train an encoded SNN, evaluate it under attacks, measure its GTC, run the benchmark."""
+"""``iclr26-stod``: fit an encoded SNN, evaluate it under attacks, measure its GTC, run the benchmark.
+
+Every command writes fixed file names into the ``--out`` folder: ``fit`` -> ``model.pt`` (weights) and
+``history.json``, ``evaluate`` -> ``evaluation.json``, ``gtc`` -> ``gtc.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +12,16 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, use_data_root
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -19,10 +32,7 @@ from .gtc import gradient_temporal_collinearity
 from .models import build_model, load_model
 from .train import fit
 
-
-def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+ATTACKS = ("clean", "fgsm", "pgd")
 
 
 def _floats(text: str) -> list[float]:
@@ -32,9 +42,24 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
-def cmd_train(args) -> int:
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
+def _attacks(text: str) -> list[str]:
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names or any(a not in ATTACKS for a in names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names among {', '.join(ATTACKS)}, got {text!r}")
+    return names
+
+
+def _load_checkpoint(option: str, path: pathlib.Path, device):
+    """``load_model(path, device)`` with its errors naming ``option``."""
+    try:
+        return load_model(path, device)
+    except Exception as err:  # a damaged file can fail anywhere in the (weights-only) unpickler
+        raise usage_error(option, "a model.pt written by 'iclr26-stod fit'",
+                          f"{str(path)!r} ({type(err).__name__})") from None
+
+
+def cmd_fit(args) -> int:
+    out, history_path = output_paths(args, "model.pt", "history.json")
     device = resolve_device(args.device)
     seed_everything(args.seed)
     data = load_images(args.dataset, root=args.data_root, seed=args.seed)
@@ -61,16 +86,16 @@ def cmd_train(args) -> int:
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     with atomic_path(out) as tmp:
         torch.save({"config": config, "state_dict": state}, tmp)
-    write_json_atomic(out.with_suffix(".json"), {"config": config, "history": history.to_dict()})
-    print(f"-> {out} (weights), {out.with_suffix('.json')} (history)")
+    write_json_atomic(history_path, {"config": config, "history": history.to_dict()})
+    print(f"-> {out} (weights), {history_path} (history)")
     return 0
 
 
 def _load(args):
-    """(device, model, config, x_test, y_test) for ``eval``/``gtc``."""
+    """(device, model, config, x_test, y_test) for ``evaluate``/``gtc``."""
     device = resolve_device(args.device)
     seed_everything(args.seed)
-    model, cfg = load_model(args.model, device)
+    model, cfg = _load_checkpoint("model", args.model, device)
     data = load_images(cfg["dataset"], root=args.data_root, seed=cfg.get("seed", 0))
     x, y = data.x_test, data.y_test
     if args.n_test is not None:
@@ -78,18 +103,19 @@ def _load(args):
     return device, model, cfg, x.to(device), y.to(device)
 
 
-def cmd_eval(args) -> int:
+def cmd_evaluate(args) -> int:
+    (path,) = output_paths(args, "evaluation.json")
     device, model, cfg, x, y = _load(args)
     loader = TensorBatches(x, y, 512, device=device)
     is_stod, is_rate = cfg["model"]["encoding"] == "stod", cfg["model"]["encoding"] == "rate"
     draws = args.draws if args.draws is not None else (5 if is_rate else 1)
     variants = [("kernels removed", False), ("kernels kept", True)] if is_stod else [(cfg["model"]["encoding"], None)]
-    source = load_model(args.blackbox, device)[0] if args.blackbox else None
+    source = _load_checkpoint("--blackbox", args.blackbox, device)[0] if args.blackbox else None
     results = []
-    for label, keep in variants:
+    for label, keep in progress(variants, desc="deployments", quiet=args.quiet):
         if keep is not None:
             model.encoder.keep_kernels = keep
-        for attack in args.attacks.split(","):
+        for attack in args.attacks:
             for eps in [0.0] if attack == "clean" else args.eps:
                 kw = {} if attack == "clean" else {"eps": eps}
                 if attack == "pgd":
@@ -105,14 +131,13 @@ def cmd_eval(args) -> int:
     print(f"{'model':18s} {'attack':16s} {'eps':>7s} {'accuracy':>9s}")
     for r in results:
         print(f"{r['model']:18s} {r['attack']:16s} {r['eps']:7.4g} {r['accuracy']:9.4f}")
-    path = pathlib.Path(args.out) / f"eval_{pathlib.Path(args.model).stem}.json"
-    _refuse_overwrite(path, args.force)
     write_json_atomic(path, {"model": str(args.model), "draws": draws, "results": results})
     print(f"-> {path}")
     return 0
 
 
 def cmd_gtc(args) -> int:
+    (path,) = output_paths(args, "gtc.json")
     _, model, cfg, x, y = _load(args)
     if args.kernels is not None and cfg["model"]["encoding"] == "stod":
         model.encoder.keep_kernels = args.kernels == "kept"
@@ -124,8 +149,6 @@ def cmd_gtc(args) -> int:
     print(f"GTC (wrt={args.wrt}, T={T}, {len(y)} images): mean {mean:.4f}, max {mx:.4f}")
     for row in matrix.tolist():
         print(" ".join(f"{v:7.4f}" for v in row))
-    path = pathlib.Path(args.out) / f"gtc_{pathlib.Path(args.model).stem}_{args.wrt}.json"
-    _refuse_overwrite(path, args.force)
     write_json_atomic(path, {"model": str(args.model), "wrt": args.wrt, "mean": mean, "max": mx,
                              "matrix": matrix.tolist()})
     print(f"-> {path}")
@@ -138,9 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-stod", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", parents=[common_options()], conflict_handler="resolve",
-                       help="train a direct/rate/STOD-encoded spiking network")
-    t.add_argument("--out", default="stod_model.pt", help="weights file (a .json history is written beside it)")
+    t = sub.add_parser("fit", aliases=["train"], parents=[common_options()],
+                       help="train a direct/rate/STOD-encoded spiking network; writes model.pt and history.json")
     t.add_argument("--encoding", choices=ENCODINGS, default="stod")
     t.add_argument("--keep-kernels", action="store_true", help="STOD: keep the PFD kernels at evaluation")
     t.add_argument("--init", choices=("householder", "householder_random", "identity"), default="householder")
@@ -156,26 +178,25 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--kernel-lr", type=float, default=0.01)
     t.add_argument("--track-gtc", action="store_true", help="print the test-set GTC after every epoch")
-    t.add_argument("--force", action="store_true", help="overwrite an existing --out")
-    t.set_defaults(handler=cmd_train)
+    t.set_defaults(handler=cmd_fit)
 
-    e = sub.add_parser("eval", parents=[common_options()], help="accuracy under clean/FGSM/PGD (and transfer) attacks")
-    e.add_argument("model")
-    e.add_argument("--attacks", default="clean,fgsm,pgd", help="comma-separated: clean, fgsm, pgd")
+    e = sub.add_parser("evaluate", aliases=["eval"], parents=[common_options()],
+                       help="accuracy under clean/FGSM/PGD (and transfer) attacks; writes evaluation.json")
+    e.add_argument("model", type=existing_file, help="model.pt written by fit")
+    e.add_argument("--attacks", type=_attacks, default=list(ATTACKS), help="comma-separated: clean, fgsm, pgd")
     e.add_argument("--eps", type=_floats, default=[0.05, 0.1], help="comma-separated radii in pixel scale")
     e.add_argument("--pgd-steps", type=int, default=7)
     e.add_argument("--draws", type=int, default=None, help="repetitions to average (default: 5 for rate, else 1)")
-    e.add_argument("--blackbox", default=None, help="source model file for transfer attacks")
+    e.add_argument("--blackbox", type=existing_file, default=None, help="source model.pt for transfer attacks")
     e.add_argument("--n-test", type=int, default=None, help="evaluate the first N test images only")
-    e.add_argument("--force", action="store_true")
-    e.set_defaults(handler=cmd_eval)
+    e.set_defaults(handler=cmd_evaluate)
 
-    g = sub.add_parser("gtc", parents=[common_options()], help="gradient temporal collinearity on the test set")
-    g.add_argument("model")
+    g = sub.add_parser("gtc", parents=[common_options()],
+                       help="gradient temporal collinearity on the test set; writes gtc.json")
+    g.add_argument("model", type=existing_file, help="model.pt written by fit")
     g.add_argument("--wrt", choices=("input", "first_layer"), default="input")
     g.add_argument("--kernels", choices=("removed", "kept"), default=None, help="STOD: input path (default: saved)")
     g.add_argument("--n-test", type=int, default=None)
-    g.add_argument("--force", action="store_true")
     g.set_defaults(handler=cmd_gtc)
 
     add_bench_command(sub, [BENCHMARK])
@@ -183,16 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    use_data_root(args.data_root)
-    for name in ("eval", "gtc"):
-        if args.command == name and not pathlib.Path(args.model).is_file():
-            raise SystemExit(f"model: no such file {args.model!r}")
-    if getattr(args, "attacks", None):
-        bad = [a for a in args.attacks.split(",") if a not in ("clean", "fgsm", "pgd")]
-        if bad:
-            raise SystemExit(f"--attacks: expected names among clean, fgsm, pgd, got {bad}")
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

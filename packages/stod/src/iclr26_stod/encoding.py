@@ -231,7 +231,9 @@ def gor_loss(x_seq: Tensor, allow_single_step: bool = False) -> Tensor:
 class STODEncoder(Encoder):
     """STOD input layer = PFD + GOR (paper Eqs. 6-9).
 
-    In training mode the input passes through PFD and the last sequence is kept for ``regularizer()``.
+    In training mode the input passes through PFD and the last sequence is kept for ``regularizer()``,
+    which hands it over once (so no autograd graph outlives its training step); switching to evaluation
+    mode drops it too, so a fitted model holds no graph and can be deep-copied or pickled.
     In evaluation mode PFD is applied only when ``keep_kernels`` (else plain direct encoding,
     "STOD w.o. OK"). ``use_kernels`` overrides both (used to attack the training path).
 
@@ -267,9 +269,17 @@ class STODEncoder(Encoder):
         self._last = seq if self.training else None
         return seq
 
+    def train(self, mode: bool = True) -> STODEncoder:
+        if not mode:
+            self._last = None
+        return super().train(mode)
+
     def regularizer(self, x_seq: Tensor | None = None) -> Tensor:
-        """L_O of ``x_seq``, or of the last training-mode forward's PFD output (0 when there is none)."""
-        seq = x_seq if x_seq is not None else self._last
+        """L_O of ``x_seq``, or of the last training-mode forward's PFD output, which it then releases (0 when
+        there is none)."""
+        seq = x_seq
+        if seq is None:
+            seq, self._last = self._last, None
         if seq is None:
             return torch.zeros((), device=self.pfd.kernels.device)
         return gor_loss(seq)

@@ -126,11 +126,15 @@ class EncodedSNN(nn.Module):
         """``x [B, C, H, W]`` in [0, 1] -> the encoder's sequence ``[T, B, C, H, W]``."""
         return self.encoder(x)
 
-    def forward_sequence(self, x_seq: Tensor) -> Tensor:
-        """Encoded sequence ``[T, B, C, H, W]`` -> logits ``[B, K]`` (mean over T)."""
+    def step_logits(self, x_seq: Tensor) -> Tensor:
+        """Encoded sequence ``[T, B, C, H, W]`` -> per-time-step logits ``[T, B, K]``."""
         if self.norm_mean is not None:
             x_seq = (x_seq - self.norm_mean) / self.norm_std
-        return self.backbone(x_seq).mean(0)
+        return self.backbone(x_seq)
+
+    def forward_sequence(self, x_seq: Tensor) -> Tensor:
+        """Encoded sequence ``[T, B, C, H, W]`` -> logits ``[B, K]`` (mean over T)."""
+        return self.step_logits(x_seq).mean(0)
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [B, C, H, W]`` in [0, 1] -> logits ``[B, K]``."""

@@ -26,6 +26,10 @@ def _rect_derivative(u: Tensor, width: float) -> Tensor:
     return (u.abs() < width / 2).to(u.dtype) / width
 
 
+def _triangle_derivative(u: Tensor, gamma: float) -> Tensor:
+    return (gamma - u.abs()).clamp_min(0) / gamma**2
+
+
 class _Heaviside(torch.autograd.Function):
     """Θ(u) forward; ``derivative(u, param)`` backward."""
 
@@ -56,36 +60,47 @@ def heaviside_rect(u: Tensor, width: float = 1.0) -> Tensor:
     return _Heaviside.apply(u, float(width), _rect_derivative)
 
 
+def heaviside_triangle(u: Tensor, gamma: float = 1.0) -> Tensor:
+    """Θ(u) with the triangle surrogate Θ'(u) ≈ max(0, γ − |u|) / γ² (unit area; the "ZIF" of SNN_DSD-style code)."""
+    return _Heaviside.apply(u, float(gamma), _triangle_derivative)
+
+
 SURROGATES: dict[str, tuple[Callable[[Tensor, float], Tensor], float]] = {
     "atan": (heaviside_atan, 2.0),
     "sigmoid": (heaviside_sigmoid, 4.0),
     "rect": (heaviside_rect, 1.0),
+    "triangle": (heaviside_triangle, 1.0),
 }
 
 
 class LIF(nn.Module):
-    """Multi-step leaky integrate-and-fire neuron with hard reset (spikingjelly convention).
+    """Multi-step leaky integrate-and-fire neuron (spikingjelly conventions), hard or soft reset.
 
     H[t] = V[t−1] + (I[t] − (V[t−1] − V_reset)) / τ   (``decay_input=True``)
     H[t] = V[t−1] − (V[t−1] − V_reset) / τ + I[t]       (``decay_input=False``)
-    S[t] = Θ(H[t] − V_th),  V[t] = H[t](1 − S[t]) + V_reset S[t],  V[0] = V_reset.
+    S[t] = Θ(H[t] − V_th)
+    V[t] = H[t](1 − S[t]) + V_reset S[t]   (hard reset)    or    V[t] = H[t] − V_th S[t]   (soft reset,
+    ``v_reset=None``, where V_reset = 0 in the decay),  V[0] = V_reset (0 for soft reset).
 
     Args:
         tau: membrane time constant τ > 1.
         v_threshold: firing threshold V_th.
-        v_reset: reset potential V_reset.
+        v_reset: reset potential V_reset; ``None`` for the soft (subtractive) reset.
         decay_input: whether the input is also divided by τ.
-        surrogate: ``"atan"``, ``"sigmoid"``, ``"rect"`` or a callable ``f(u, alpha) -> spikes``.
-        alpha: the surrogate's sharpness (the rectangle's width for ``"rect"``); ``None`` takes the
-            surrogate's default (2 for atan, 4 for sigmoid, 1 for rect).
+        surrogate: ``"atan"``, ``"sigmoid"``, ``"rect"``, ``"triangle"`` or a callable ``f(u, alpha) -> spikes``.
+        alpha: the surrogate's sharpness (the width for ``"rect"`` and ``"triangle"``); ``None`` takes the
+            surrogate's default (2 for atan, 4 for sigmoid, 1 for rect and triangle).
         detach_reset: detach ``S[t]`` in the reset path.
+        detach_membrane: detach V[t−1] before step t, so gradients flow within each time step only (the
+            SNN_DSD/SNN_MRL training convention) instead of through time (full BPTT).
 
     Raises:
         ValueError: unknown surrogate name or ``tau <= 1``.
     """
 
-    def __init__(self, tau: float = 2.0, v_threshold: float = 1.0, v_reset: float = 0.0, decay_input: bool = True,
-                 surrogate: str | Callable = "atan", alpha: float | None = None, detach_reset: bool = False):
+    def __init__(self, tau: float = 2.0, v_threshold: float = 1.0, v_reset: float | None = 0.0,
+                 decay_input: bool = True, surrogate: str | Callable = "atan", alpha: float | None = None,
+                 detach_reset: bool = False, detach_membrane: bool = False):
         super().__init__()
         if isinstance(surrogate, str):
             if surrogate not in SURROGATES:
@@ -97,8 +112,10 @@ class LIF(nn.Module):
             raise TypeError(f"surrogate: expected a name or a callable, got {type(surrogate).__name__}")
         if not tau > 1.0:
             raise ValueError(f"tau: expected a membrane time constant > 1, got {tau}")
-        self.tau, self.v_threshold, self.v_reset = float(tau), float(v_threshold), float(v_reset)
+        self.tau, self.v_threshold = float(tau), float(v_threshold)
+        self.v_reset = None if v_reset is None else float(v_reset)
         self.decay_input, self.detach_reset = bool(decay_input), bool(detach_reset)
+        self.detach_membrane = bool(detach_membrane)
         self.spike_fn = fn
         self.alpha = float(default_alpha if alpha is None else alpha)
 
@@ -106,20 +123,27 @@ class LIF(nn.Module):
         """Input currents ``[T, B, ...]`` -> spikes ``[T, B, ...]`` (and, if asked, membrane ``H`` ``[T, B, ...]``)."""
         if x_seq.dim() < 2:
             raise ValueError(f"x_seq: expected a time-first tensor [T, B, ...], got shape {tuple(x_seq.shape)}")
-        v = torch.full_like(x_seq[0], self.v_reset)
+        rest = 0.0 if self.v_reset is None else self.v_reset
+        v = torch.full_like(x_seq[0], rest)
         spikes, membrane = [], []
         for x in x_seq:
+            if self.detach_membrane:
+                v = v.detach()
             if self.decay_input:
-                h = v + (x - (v - self.v_reset)) / self.tau
+                h = v + (x - (v - rest)) / self.tau
             else:
-                h = v - (v - self.v_reset) / self.tau + x
+                h = v - (v - rest) / self.tau + x
             s = self.spike_fn(h - self.v_threshold, self.alpha)
             s_reset = s.detach() if self.detach_reset else s
-            v = h * (1 - s_reset) + self.v_reset * s_reset
+            if self.v_reset is None:
+                v = h - self.v_threshold * s_reset
+            else:
+                v = h * (1 - s_reset) + self.v_reset * s_reset
             spikes.append(s)
             membrane.append(h)
         out = torch.stack(spikes)
         return (out, torch.stack(membrane)) if return_membrane else out
 
     def extra_repr(self) -> str:
-        return f"tau={self.tau}, v_threshold={self.v_threshold}, v_reset={self.v_reset}, alpha={self.alpha}"
+        return (f"tau={self.tau}, v_threshold={self.v_threshold}, v_reset={self.v_reset}, alpha={self.alpha}, "
+                f"decay_input={self.decay_input}, detach_membrane={self.detach_membrane}")

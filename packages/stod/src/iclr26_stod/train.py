@@ -12,7 +12,7 @@ from iclr26_shared.device import resolve_device
 from torch import Tensor
 
 from .attacks import accuracy, fgsm, pgd
-from .encoding import PFD, STODEncoder
+from .encoding import PFD, STODEncoder, check_image
 from .gtc import gradient_temporal_collinearity
 from .models import EncodedSNN
 from .optim import RiemannianSGD
@@ -67,10 +67,13 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         weight_decay: float = 0.0, kernel_lr: float = 0.01, adv_train: Literal["fgsm", "pgd"] | None = None,
         eps_train: float | None = None, adv_mix: float = 1.0, adv_path: Literal["deployed", "train"] = "deployed",
         pgd_steps: int = 7, val_loader: Iterable[tuple[Tensor, Tensor]] | None = None, track_gtc: bool = False,
-        device: str = "auto", seed: int = 0) -> History:
-    """Trains ``model`` in place with Adam (lr) and, for PFD kernels, ``RiemannianSGD`` (kernel_lr).
+        optimizer: Literal["adam", "sgd"] = "adam", per_step_ce: bool = False, device: str = "auto",
+        seed: int = 0) -> History:
+    """Trains ``model`` in place with Adam or SGD (lr) and, for PFD kernels, ``RiemannianSGD`` (kernel_lr).
 
-    The loss is CE + λ_O·L_O where λ_O is the encoder's ``lambda_gor`` (0 for non-STOD encoders).
+    The loss is CE + λ_O·L_O where λ_O is the encoder's ``lambda_gor`` (0 for non-STOD encoders); CE is
+    taken on the time-averaged logits, or, with ``per_step_ce``, averaged over the T per-step logits (the
+    SNN_DSD/SNN_MRL convention, together with ``optimizer="sgd"``: momentum 0.9, e.g. ``lr=0.1``).
 
     Args:
         model: an ``EncodedSNN``.
@@ -86,7 +89,7 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         The ``History``.
 
     Raises:
-        ValueError: bad ``epochs``, ``adv_train``, ``eps_train``, ``adv_mix`` or ``adv_path``.
+        ValueError: bad ``epochs``, ``adv_train``, ``eps_train``, ``adv_mix``, ``adv_path`` or ``optimizer``.
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
@@ -98,13 +101,17 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         raise ValueError(f"adv_mix: expected a fraction in (0, 1], got {adv_mix}")
     if adv_path not in ("deployed", "train"):
         raise ValueError(f"adv_path: expected 'deployed' or 'train', got {adv_path!r}")
+    if optimizer not in ("adam", "sgd"):
+        raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {optimizer!r}")
     dev = resolve_device(device)
     torch.manual_seed(seed)
     model.to(dev)
     kernels = riemannian_kernels(model)
     kernel_ids = {id(k) for k in kernels}
     others = [p for p in model.parameters() if id(p) not in kernel_ids and p.requires_grad]
-    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(others, lr=lr, weight_decay=weight_decay)]
+    optimizers: list[torch.optim.Optimizer] = [
+        torch.optim.Adam(others, lr=lr, weight_decay=weight_decay) if optimizer == "adam"
+        else torch.optim.SGD(others, lr=lr, momentum=0.9, weight_decay=weight_decay)]
     if kernels:
         optimizers.append(RiemannianSGD(kernels, lr=kernel_lr))
     lam = float(getattr(model.encoder, "lambda_gor", 0.0))
@@ -119,8 +126,14 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
                 x_adv = craft(model, x[:k], y[:k], adv_train, eps_train, adv_path, pgd_steps)
                 x = torch.cat([x_adv, x[k:]])
             model.train()
-            logits = model(x)
-            ce = F.cross_entropy(logits, y)
+            if per_step_ce:
+                check_image(x)
+                steps = model.step_logits(model.encode(x))  # [T, B, K]
+                logits = steps.mean(0)
+                ce = F.cross_entropy(steps.flatten(0, 1), y.repeat(len(steps)))
+            else:
+                logits = model(x)
+                ce = F.cross_entropy(logits, y)
             gor = model.encoder.regularizer().to(dev)
             loss = ce + lam * gor
             for opt in optimizers:

@@ -1,15 +1,25 @@
-"""``iclr26-vit-token``: parameter table, pretraining, linear probes, LayerNorm analysis, and the benchmark."""
+"""``iclr26-vit-token``: parameter table, pretraining (fit), linear probes (evaluate), LayerNorm analysis, bench.
+
+Files land in the ``--out`` folder under fixed names: ``fit`` -> ``model.pt``, ``evaluate`` -> ``evaluation.json``.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
-import sys
 from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -38,17 +48,20 @@ def cmd_params(args) -> int:
     return 0
 
 
-def _load(path: str, device: torch.device) -> SpecViT:
-    ckpt = torch.load(path, map_location=device, weights_only=False)
-    model = SpecViT(**ckpt["arch"], **ckpt["spec"])
-    model.load_state_dict(ckpt["state_dict"])
+def _load(path: pathlib.Path, device: torch.device) -> SpecViT:
+    """The model (eval mode) in the ``--ckpt`` file written by ``fit``."""
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+        model = SpecViT(**ckpt["arch"], **ckpt["spec"])
+        model.load_state_dict(ckpt["state_dict"])
+    except Exception as err:  # a damaged file can fail anywhere in the (weights-only) unpickler
+        raise usage_error("--ckpt", "a model.pt written by 'iclr26-vit-token fit'",
+                          f"{str(path)!r} ({type(err).__name__})") from None
     return model.to(device).eval()
 
 
-def cmd_pretrain(args) -> int:
-    out = pathlib.Path(args.out)
-    if out.exists() and not args.force:
-        raise SystemExit(f"{out} exists; pass --force to overwrite it")
+def cmd_fit(args) -> int:
+    (out,) = output_paths(args, "model.pt")
     device = resolve_device(args.device)
     seed_everything(args.seed)
     data = shapes_seg_splits({"pretrain": args.n_images}, seed=args.seed)["pretrain"]
@@ -69,7 +82,8 @@ def cmd_pretrain(args) -> int:
     return 0
 
 
-def cmd_probe(args) -> int:
+def cmd_evaluate(args) -> int:
+    (path,) = output_paths(args, "evaluation.json")
     device = resolve_device(args.device)
     seed_everything(args.seed)
     model = _load(args.ckpt, device)
@@ -78,7 +92,7 @@ def cmd_probe(args) -> int:
     seg = linear_probe_seg(model, data["probe_train"], data["probe_test"], epochs=args.epochs, seed=args.seed)
     print(f"CLS linear probe accuracy {acc:.4f}; patch linear probe mIoU {seg['miou']:.4f}, "
           f"pixel accuracy {seg['pixel_acc']:.4f}")
-    path = write_json_atomic(pathlib.Path(args.out) / "probe.json", {"ckpt": args.ckpt, "cls_acc": acc, **seg})
+    write_json_atomic(path, {"ckpt": str(args.ckpt), "cls_acc": acc, **seg})
     print(f"  -> {path}")
     return 0
 
@@ -98,13 +112,12 @@ def cmd_analyze(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-vit-token", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("params", help="parameter overhead of each specialisation variant")
+    p = sub.add_parser("params", parents=[common_options()], help="parameter overhead of each specialisation variant")
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     p.set_defaults(handler=cmd_params)
 
-    p = sub.add_parser("pretrain", parents=[common_options()], help="pretrain a CPU-preset model on ShapesSeg",
-                       conflict_handler="resolve")
-    p.add_argument("--out", default="vit-token.pt", help="checkpoint file (default: vit-token.pt)")
+    p = sub.add_parser("fit", aliases=["pretrain"], parents=[common_options()],
+                       help="pretrain a CPU-preset model on ShapesSeg; writes model.pt")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="spec")
     p.add_argument("--objective", choices=OBJECTIVES, default="cls+masked_patch")
     p.add_argument("--steps", type=int, default=1500)
@@ -112,35 +125,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--n-images", type=int, default=8000)
     p.add_argument("--log-every", type=int, default=100)
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(handler=cmd_pretrain)
+    p.set_defaults(handler=cmd_fit)
 
-    p = sub.add_parser("probe", parents=[common_options()],
-                       help="linear probes ([CLS] accuracy, patch mIoU) of a checkpoint")
-    p.add_argument("--ckpt", required=True)
+    p = sub.add_parser("evaluate", aliases=["probe"], parents=[common_options()],
+                       help="linear probes ([CLS] accuracy, patch mIoU) of a checkpoint; writes evaluation.json")
+    p.add_argument("--ckpt", type=existing_file, required=True, help="model.pt written by fit")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-test", type=int, default=1000)
     p.add_argument("--epochs", type=int, default=30)
-    p.set_defaults(handler=cmd_probe)
+    p.set_defaults(handler=cmd_evaluate)
 
     p = sub.add_parser("analyze", parents=[common_options()],
-                       help="cosine similarities around a block's pre-attention LN")
-    p.add_argument("--ckpt", required=True)
+                       help="cosine similarities around a block's pre-attention LN (printed; writes nothing)")
+    p.add_argument("--ckpt", type=existing_file, required=True, help="model.pt written by fit")
     p.add_argument("--block", type=int, default=2)
     p.add_argument("--n-images", type=int, default=1000)
     p.set_defaults(handler=cmd_analyze)
 
     add_bench_command(sub, [BENCHMARK, ABLATIONS])
+    sub.choices["benchmark"] = sub.choices["bench"]  # the old name, as an (unlisted) alias
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; ``benchmark`` is accepted as an alias of ``bench``."""
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    if argv and argv[0] == "benchmark":
-        argv[0] = "bench"
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    """Entry point; returns the exit code."""
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

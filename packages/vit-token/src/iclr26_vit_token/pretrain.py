@@ -21,12 +21,22 @@ from .data import N_GLOBAL_CLASSES, ShapesSeg
 from .model import SpecViT
 
 OBJECTIVES = ("cls+masked_patch", "cls")
+PIXEL_TARGETS = ("raw", "patch_norm")
 PIXEL_MEAN, PIXEL_STD = 0.5, 0.25
 
 
 def to_tensor(images: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
-    """uint8 ``(n, H, W, 3)`` -> normalised float ``(n, 3, H, W)`` on ``device`` (copied; input may be read-only)."""
-    x = torch.as_tensor(np.array(images, dtype=np.uint8), device=device).permute(0, 3, 1, 2).float()
+    """uint8 ``(n, H, W, 3)`` -> normalised float ``(n, 3, H, W)`` on ``device`` (copied; input may be read-only).
+
+    Raises:
+        ValueError: ``images`` is not a uint8 array of shape ``(n, H, W, 3)`` (float images, which could
+            hold NaN or values outside 0..255, are refused rather than cast).
+    """
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
+        raise ValueError(f"images: expected a uint8 array of shape (n, H, W, 3), got {images.dtype} "
+                         f"of shape {images.shape}")
+    x = torch.as_tensor(np.array(images), device=device).permute(0, 3, 1, 2).float()
     return (x / 255.0 - PIXEL_MEAN) / PIXEL_STD
 
 
@@ -46,28 +56,57 @@ def random_patch_mask(batch: int, n_patches: int, ratio: float, generator: torch
     return (order < n_mask).to(device)
 
 
-class PretrainHeads(nn.Module):
-    """Mask token ``(D,)``, [CLS] classifier ``D -> n_classes`` and pixel head ``D -> C * p * p``."""
+def init_linear_(layer: nn.Linear, generator: torch.Generator | None) -> nn.Linear:
+    """Redraws ``layer``'s weight and bias from nn.Linear's default U(-1/sqrt(in), 1/sqrt(in)) with ``generator``
+    (the global RNG when None), so the draw does not depend on what else used the global RNG."""
+    bound = 1.0 / math.sqrt(layer.in_features)
+    with torch.no_grad():
+        layer.weight.uniform_(-bound, bound, generator=generator)
+        if layer.bias is not None:
+            layer.bias.uniform_(-bound, bound, generator=generator)
+    return layer
 
-    def __init__(self, dim: int, n_classes: int, pixels_per_patch: int):
+
+class PretrainHeads(nn.Module):
+    """Mask token ``(D,)``, [CLS] classifier ``D -> n_classes`` and pixel head ``D -> C * p * p``.
+
+    With ``seed`` the initial values are drawn from a private generator seeded with it (the global torch RNG
+    is left alone), so two runs, or the base and the specialised model of one seed, start from identical heads.
+    """
+
+    def __init__(self, dim: int, n_classes: int, pixels_per_patch: int, seed: int | None = None):
         super().__init__()
         self.mask_token = nn.Parameter(torch.zeros(dim))
-        nn.init.normal_(self.mask_token, std=0.02)
         self.cls_head = nn.Linear(dim, n_classes)
         self.pixel_head = nn.Linear(dim, pixels_per_patch)
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        with torch.no_grad():
+            self.mask_token.normal_(std=0.02, generator=gen)
+        init_linear_(self.cls_head, gen)
+        init_linear_(self.pixel_head, gen)
+
+    @classmethod
+    def for_model(cls, model: SpecViT, seed: int | None = None) -> PretrainHeads:
+        """Heads sized for ``model`` (its width and patch pixels), the 8-way global label, seeded by ``seed``."""
+        return cls(model.dim, N_GLOBAL_CLASSES, model.patch_embed.proj.in_channels * model.patch_size ** 2, seed)
 
 
 def pretrain_loss(model: SpecViT, heads: PretrainHeads, images: torch.Tensor, labels: torch.Tensor,
-                  mask: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
-    """The objective on one batch: ``CE(cls_head(z_cls), y) + MSE(pixel_head(z_patch), normalised pixels)``
-    over masked patches; with ``mask=None`` only the CE term. Returns the loss and its parts."""
+                  mask: torch.Tensor | None, pixel_target: str = "patch_norm") -> tuple[torch.Tensor, dict[str, float]]:
+    """The objective on one batch: ``CE(cls_head(z_cls), y) + MSE(pixel_head(z_patch), target pixels)``
+    over masked patches; with ``mask=None`` only the CE term. Returns the loss and its parts.
+
+    ``pixel_target="raw"`` regresses the input pixels as the network sees them (globally normalised, so a
+    patch's colour and brightness are part of the target); ``"patch_norm"`` first standardises each patch
+    (MAE's normalised-pixel target, which keeps only the texture inside a patch)."""
     feats = model.forward_features(images, mask=mask, mask_token=heads.mask_token if mask is not None else None)
     ce = F.cross_entropy(heads.cls_head(feats["cls"]), labels)
     parts = {"ce": float(ce.detach())}
     if mask is None:
         return ce, parts
     target = patch_pixels(images, model.patch_size)
-    target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
+    if pixel_target == "patch_norm":
+        target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
     pred = heads.pixel_head(feats["patches"])
     mse = ((pred - target) ** 2).mean(-1)[mask].mean()
     parts["mse"] = float(mse.detach())
@@ -93,7 +132,7 @@ class PretrainResult:
 
 def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "cls+masked_patch",
              mask_ratio: float = 0.4, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
-             weight_decay: float = 0.05, heads: PretrainHeads | None = None,
+             weight_decay: float = 0.05, heads: PretrainHeads | None = None, pixel_target: str = "patch_norm",
              callback: Callable[[int, dict[str, float]], None] | None = None) -> PretrainResult:
     """Trains ``model`` in place with AdamW and a warm-up + cosine schedule on ``dataset``.
 
@@ -104,24 +143,26 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
     Args:
         model: the backbone; ``dataset``: ShapesSeg with global labels; ``steps``, ``batch_size``: schedule.
         objective: ``"cls+masked_patch"`` or ``"cls"``.
-        heads: pretraining heads to continue from (a fresh set when None).
+        heads: pretraining heads to start or continue from (when None, a fresh set seeded with ``seed``);
+            they are trained in place.
+        pixel_target: ``"raw"`` or ``"patch_norm"`` (see ``pretrain_loss``).
         callback: called as ``callback(step, losses)`` after every step.
 
     Raises:
-        ValueError: unknown objective, non-positive steps/batch size, ``mask_ratio`` outside (0, 1).
+        ValueError: unknown objective or pixel target, non-positive steps/batch size, ``mask_ratio`` outside (0, 1).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}")
+    if pixel_target not in PIXEL_TARGETS:
+        raise ValueError(f"pixel_target: expected one of {PIXEL_TARGETS}, got {pixel_target!r}")
     for name, value in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}: expected a positive integer, got {value!r}")
     if not 0.0 < mask_ratio < 1.0:
         raise ValueError(f"mask_ratio: expected a value in (0, 1), got {mask_ratio}")
     device = next(model.parameters()).device
-    c, p = model.patch_embed.proj.in_channels, model.patch_size
-    if heads is None:
-        heads = PretrainHeads(model.dim, N_GLOBAL_CLASSES, c * p * p)
-    heads = heads.to(device)
+    p = model.patch_size
+    heads = (heads if heads is not None else PretrainHeads.for_model(model, seed)).to(device)
     params = list(model.parameters()) + list(heads.parameters())
     decay = [q for q in params if q.dim() >= 2 and q.shape[0] != 1]
     no_decay = [q for q in params if not (q.dim() >= 2 and q.shape[0] != 1)]
@@ -142,7 +183,7 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
         mask = (random_patch_mask(batch_size, n_patches, mask_ratio, gen, device)
                 if objective == "cls+masked_patch" else None)
-        loss, parts = pretrain_loss(model, heads, x, labels[idx], mask)
+        loss, parts = pretrain_loss(model, heads, x, labels[idx], mask, pixel_target)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

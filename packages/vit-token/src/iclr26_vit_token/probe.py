@@ -14,7 +14,7 @@ from torch.nn import functional as F
 
 from .data import N_SEG_CLASSES, ShapesSeg
 from .model import SpecViT
-from .pretrain import to_tensor
+from .pretrain import init_linear_, to_tensor
 
 
 @torch.no_grad()
@@ -62,18 +62,22 @@ def confusion(pred: np.ndarray, target: np.ndarray, n_classes: int) -> np.ndarra
     return np.bincount(target * n_classes + pred, minlength=n_classes**2).reshape(n_classes, n_classes)
 
 
-def mean_iou(pred: np.ndarray, target: np.ndarray, n_classes: int = N_SEG_CLASSES) -> dict[str, float]:
+def mean_iou(pred: np.ndarray, target: np.ndarray, n_classes: int = N_SEG_CLASSES,
+             ignore_index: int | None = None) -> dict[str, float]:
     """mIoU and pixel accuracy of integer label maps of any equal shape.
 
     ``IoU_c = TP_c / (TP_c + FP_c + FN_c)``; a class absent from both prediction and ground truth is
-    excluded from the mean.
+    excluded from the mean; pixels whose target is ``ignore_index`` are left out of both.
 
     Raises:
-        ValueError: shapes differ, or labels outside ``[0, n_classes)``.
+        ValueError: shapes differ, or labels outside ``[0, n_classes)`` (other than ``ignore_index``).
     """
     pred, target = np.asarray(pred), np.asarray(target)
     if pred.shape != target.shape:
         raise ValueError(f"pred, target: expected equal shapes, got {pred.shape} and {target.shape}")
+    if ignore_index is not None:
+        keep = target != ignore_index
+        pred, target = pred[keep], target[keep]
     for name, a in (("pred", pred), ("target", target)):
         if a.size and (a.min() < 0 or a.max() >= n_classes):
             raise ValueError(f"{name}: expected labels in [0, {n_classes}), got range [{a.min()}, {a.max()}]")
@@ -85,13 +89,27 @@ def mean_iou(pred: np.ndarray, target: np.ndarray, n_classes: int = N_SEG_CLASSE
 
 
 def linear_probe_seg(model: SpecViT, train: ShapesSeg, test: ShapesSeg, epochs: int = 30, lr: float = 1e-2,
-                     batch_size: int = 4096, seed: int = 0) -> dict[str, float]:
+                     batch_size: int = 4096, seed: int = 0, n_classes: int = N_SEG_CLASSES,
+                     ignore_index: int | None = None) -> dict[str, float]:
     """Per-patch linear segmentation probe on frozen, standardised patch features.
 
-    Each patch token gets a linear map ``D -> p * p * 5`` giving class logits for its ``p x p`` pixels, trained
-    with per-pixel cross-entropy (Adam, ``epochs`` over precomputed features). Returns ``{"miou", "pixel_acc"}``
-    on ``test`` (see ``mean_iou``).
+    Each patch token gets a linear map ``D -> p * p * n_classes`` giving class logits for its ``p x p`` pixels,
+    trained with per-pixel cross-entropy (Adam, ``epochs`` over precomputed features). ``train`` and ``test``
+    need ``images`` ``(n, H, W, 3)`` uint8 and integer ``masks`` ``(n, H, W)`` in ``[0, n_classes)`` or
+    ``ignore_index`` (left out of the loss and the scores; e.g. 255, or 0 for ADE20k's "other"). Returns
+    ``{"miou", "pixel_acc"}`` on ``test`` (see ``mean_iou``).
+
+    Raises:
+        ValueError: ``n_classes`` < 2, or a mask label outside ``[0, n_classes)`` other than ``ignore_index``.
     """
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+        raise ValueError(f"n_classes: expected an integer >= 2, got {n_classes!r}")
+    for name, part in (("train", train), ("test", test)):
+        labels = np.unique(part.masks)
+        bad = labels[((labels < 0) | (labels >= n_classes)) & (labels != ignore_index)]
+        if bad.size:
+            raise ValueError(f"{name}.masks: expected labels in [0, {n_classes}) or ignore_index={ignore_index}, "
+                             f"got {bad[:5].tolist()}")
     p = model.patch_size
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
@@ -101,18 +119,19 @@ def linear_probe_seg(model: SpecViT, train: ShapesSeg, test: ShapesSeg, epochs: 
     mu, sd = f_train.reshape(-1, D).mean(0), f_train.reshape(-1, D).std(0) + 1e-6
     x_train = ((f_train.reshape(-1, D) - mu) / sd).to(device)
     y_train = torch.as_tensor(mask_patches(train.masks, p).reshape(-1, p * p).astype(np.int64), device=device)
-    head = torch.nn.Linear(D, p * p * N_SEG_CLASSES).to(device)
+    head = init_linear_(torch.nn.Linear(D, p * p * n_classes), gen).to(device)
+    ignore = -100 if ignore_index is None else ignore_index
     opt = torch.optim.Adam(head.parameters(), lr=lr)
     for _ in range(epochs):
         order = torch.randperm(len(x_train), generator=gen).to(device)
         for start in range(0, len(order), batch_size):
             i = order[start:start + batch_size]
-            logits = head(x_train[i]).reshape(len(i), p * p, N_SEG_CLASSES)
-            loss = F.cross_entropy(logits.reshape(-1, N_SEG_CLASSES), y_train[i].reshape(-1))
+            logits = head(x_train[i]).reshape(len(i) * p * p, n_classes)
+            loss = F.cross_entropy(logits, y_train[i].reshape(-1), ignore_index=ignore)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
     with torch.no_grad():
         x_test = ((f_test.reshape(-1, D) - mu) / sd).to(device)
-        pred = head(x_test).reshape(-1, p * p, N_SEG_CLASSES).argmax(-1).cpu().numpy()
-    return mean_iou(pred.reshape(-1), mask_patches(test.masks, p).reshape(-1))
+        pred = head(x_test).reshape(-1, p * p, n_classes).argmax(-1).cpu().numpy()
+    return mean_iou(pred.reshape(-1), mask_patches(test.masks, p).reshape(-1), n_classes, ignore_index)
