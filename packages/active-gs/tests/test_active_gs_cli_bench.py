@@ -54,23 +54,27 @@ def test_trainer_reduces_the_loss_and_converts_uint8(small):
 
 
 def test_cli_round_trip(tmp_path, capsys):
-    png = tmp_path / "gt.png"
-    assert main(["render", "--scene", "toy-symmetric", "--view", "3", "--size", "16", "--out", str(png),
+    gt = tmp_path / "gt"
+    assert main(["render", "--scene", "toy-symmetric", "--view", "3", "--size", "16", "--out", str(gt),
                  "--device", "cpu"]) == 0
-    assert png.stat().st_size > 0 and "16x16" in capsys.readouterr().out
-    assert main(["render", "--view", "3", "--size", "16", "--out", str(png)]) == 2  # no --force: refused
+    assert (gt / "render.png").stat().st_size > 0 and "16x16" in capsys.readouterr().out
+    assert main(["render", "--view", "3", "--size", "16", "--out", str(gt)]) == 2  # no --force: refused
+    assert "--force" in capsys.readouterr().err
     folder = tmp_path / "imgs"
     folder.mkdir()
     cams = fibonacci_sphere_cameras(3, radius=3.0, width=16, height=16)
     poses = {}
     for k in range(2):
-        main(["render", "--view", str(k), "--size", "16", "--out", str(folder / f"v{k}.png"), "--device", "cpu"])
+        assert main(["render", "--view", str(k), "--size", "16", "--out", str(tmp_path / f"r{k}"),
+                     "--device", "cpu"]) == 0
+        (tmp_path / f"r{k}" / "render.png").rename(folder / f"v{k}.png")
         poses[f"v{k}"] = _camera_json(k)
     (tmp_path / "poses.json").write_text(json.dumps(poses))
     (tmp_path / "cands.json").write_text(json.dumps([cams[2].to_dict(), _camera_json(7)]))
-    model = tmp_path / "model.npz"
+    run = tmp_path / "run"
     assert main(["fit", "--images", str(folder), "--poses", str(tmp_path / "poses.json"), "--iters", "5",
-                 "--n", "80", "--out", str(model), "--device", "cpu"]) == 0
+                 "--n", "80", "--out", str(run), "--device", "cpu"]) == 0
+    model = run / "model.npz"
     assert GaussianModel.load(model).means.shape == (80, 3)
     capsys.readouterr()
     assert main(["select", "--model", str(model), "--images", str(folder), "--poses", str(tmp_path / "poses.json"),
@@ -79,8 +83,15 @@ def test_cli_round_trip(tmp_path, capsys):
     assert out["selected"][0] in (0, 1) and len(out["scores"]) == 1
     (tmp_path / "noisy.json").write_text(json.dumps(_camera_json(0)))
     assert main(["refine-pose", "--model", str(model), "--image", str(folder / "v0.png"), "--pose",
-                 str(tmp_path / "noisy.json"), "--steps", "2", "--device", "cpu"]) == 0
+                 str(tmp_path / "noisy.json"), "--steps", "2", "--device", "cpu", "--out", str(run)]) == 0
     assert len(json.loads(capsys.readouterr().out)["viewmat"]) == 4
+    assert len(json.loads((run / "pose.json").read_text())["viewmat"]) == 4
+    assert main(["render", "--model", str(tmp_path / "poses.json"), "--out", str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err.startswith("error: --model: expected a Gaussian model .npz")
+    assert main(["refine-pose", "--model", str(model), "--image", str(model), "--pose", str(tmp_path / "noisy.json"),
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err.startswith("error: --image: expected a PNG/JPEG image")
+    assert not (tmp_path / "bad").exists()
 
 
 def _camera_json(k):

@@ -8,28 +8,38 @@ from iclr26_shared.bench import run_and_save
 
 
 def test_spectrum_cli_writes_json_and_refuses_overwrite(tmp_path, capsys):
-    out = tmp_path / "s.json"
-    assert main(["spectrum", "--activation", "sin", "--harmonics", "8", "--json", str(out)]) == 0
-    data = json.loads(out.read_text())
+    argv = ["spectrum", "--activation", "sin", "--harmonics", "8", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    data = json.loads((tmp_path / "spectrum.json").read_text())
     assert data["support_ratio"] < 1e-12 and len(data["abs_coeffs"]) == 8
     assert "E_even" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        main(["spectrum", "--json", str(out)])
+    assert main(argv) == 2
+    assert "--force" in capsys.readouterr().err
 
 
 def test_fit_cli_round_trip(tmp_path):
-    out, png = tmp_path / "r.json", tmp_path / "rec.png"
     argv = ["fit", "--image", "camera", "--size", "16", "--iters", "10", "--width", "8", "--layers", "1",
-            "--model", "cosmo_rc", "--prior", "none", "--device", "cpu", "--quiet", "--json", str(out),
-            "--png", str(png)]
+            "--model", "cosmo_rc", "--prior", "none", "--device", "cpu", "--quiet", "--out", str(tmp_path)]
     assert main(argv) == 0
-    data = json.loads(out.read_text())
-    assert data["model"] == "cosmo_rc" and data["best_psnr"] > 0 and png.stat().st_size > 0
+    data = json.loads((tmp_path / "fit.json").read_text())
+    assert data["model"] == "cosmo_rc" and data["best_psnr"] > 0 and (tmp_path / "fit.png").stat().st_size > 0
 
 
 def test_bad_cli_value_is_a_clean_exit(tmp_path, capsys):
-    assert main(["inpaint", "--keep", "2", "--size", "8", "--iters", "1", "--width", "4", "--prior", "none"]) == 2
+    out = tmp_path / "out"
+    assert main(["inpaint", "--keep", "2", "--size", "8", "--iters", "1", "--width", "4", "--prior", "none",
+                 "--out", str(out)]) == 2
     assert "error: " in (err := capsys.readouterr().err) and "keep" in err
+    (tmp_path / "grid.npy").write_bytes(b"garbage")
+    assert main(["occupancy", "--shape", str(tmp_path / "grid.npy"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: --shape: expected ")
+    (tmp_path / "img.png").write_bytes(b"garbage")
+    assert main(["fit", "--image", str(tmp_path / "img.png"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("error: --image: expected ")
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--models", "siren,nope", "--out", str(out)])
+    assert capsys.readouterr().err.startswith("error: --models: expected ")
+    assert not out.exists()
 
 
 def test_smoke_benchmark_writes_the_result_contract(tmp_path):

@@ -52,11 +52,17 @@ def test_cli_round_trip(tmp_path, capsys):
                  "--device", "cpu"]) == 0
     codes = np.load(f"{out}/codes.npz")
     assert codes["static"].shape == (40, 16) and codes["dynamic"].shape == (40, 16, 4)
-    assert main(["swap", "--ckpt", f"{out}/model.pt", "--data", f"{out}/data.npz", "--pairs", "2", "--steps", "2",
-                 "--out", out, "--device", "cpu"]) == 0
-    assert np.load(f"{out}/swaps.npz")["swaps"].shape == (2, 2, 16, 32)
-    with pytest.raises(SystemExit, match="--force"):
-        main(["data", "--n", "5", "--out", out])
+    assert main(["sample", "--ckpt", f"{out}/model.pt", "--data", f"{out}/data.npz", "--pairs", "2", "--steps", "2",
+                 "--out", out, "--device", "cpu", "--png"]) == 0
+    assert np.load(f"{out}/swaps.npz")["swaps"].shape == (2, 2, 16, 32) and (tmp_path / "swaps.png").is_file()
+    capsys.readouterr()
+    assert main(["generate", "--n", "5", "--out", out]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["predict", "--ckpt", f"{out}/data.npz", "--out", str(tmp_path / "new"), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --ckpt: expected a model.pt")
+    assert main(["fit", "--data", f"{out}/model.pt", "--out", str(tmp_path / "new"), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --data: expected an .npz")
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

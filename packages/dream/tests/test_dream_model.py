@@ -98,12 +98,15 @@ def test_cli_fit_and_inspect_round_trip(tmp_path, capsys, data):
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0 <= metrics["acc"] <= 1 and metrics["n"] == 80 and metrics["n_views"] == 2
     assert np.load(out / "embedding.npy").shape == (80, 64)
-    assert main(["inspect-gates", "--run", str(out)]) == 0
+    assert main(["evaluate", "--gates", str(out / "gates.csv")]) == 0
     assert "semantic share" in capsys.readouterr().out
     assert main(args) == 2
     assert "error: --out" in capsys.readouterr().err
     assert main(["fit", "--data", "nonexistent", "--out", str(tmp_path / "x"), "--quiet"]) == 2
-    assert "error: data: expected one of" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("error: --data: expected hw, uci3, synthetic")
+    assert main(["inspect-gates", "--gates", str(out / "metrics.json")]) == 2
+    assert capsys.readouterr().err.startswith("error: --gates: expected a gates.csv")
+    assert not (tmp_path / "x").exists()
 
 
 def test_bench_smoke_writes_the_json_contract(tmp_path):

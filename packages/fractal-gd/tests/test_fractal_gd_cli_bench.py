@@ -1,26 +1,32 @@
 """CLI round trip and a smoke run of the benchmark."""
 import json
 
-import pytest
 from iclr26_fractal_gd.cli import main
 
 
 def test_cli_round_trip(tmp_path, capsys):
-    assert main(["critical", "--u", "1.0", "--v", "0.3", "--y", "1.0", "--eta", "0.5"]) == 0
+    assert main(["predict", "--u", "1.0", "--v", "0.3", "--y", "1.0", "--eta", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "eta* = " in out and "inside" in out
-    png, npz = tmp_path / "b.png", tmp_path / "b.npz"
-    assert main(["basin", "--res", "128", "--steps", "200", "--out", str(png), "--npz", str(npz)]) == 0
+    basin = ["map", "--res", "128", "--steps", "200", "--device", "cpu", "--out", str(tmp_path)]
+    assert main(basin) == 0
+    png, npz = tmp_path / "basin.png", tmp_path / "basin.npz"
     assert png.stat().st_size > 0 and npz.exists()
-    with pytest.raises(SystemExit, match="--force"):
-        main(["basin", "--res", "128", "--out", str(png)])
-    assert main(["dimension", "--npz", str(npz), "--fit", "2", "32"]) == 0
+    capsys.readouterr()
+    assert main(basin) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["evaluate", "--npz", str(npz), "--fit", "2", "32"]) == 0
     assert "D = 1." in capsys.readouterr().out
-    assert main(["sensitivity", "--eta", "0.8", "--segment", "1.847", "-0.409", "1.848", "-0.4087", "--n", "50",
-                 "--steps", "2000", "--out", str(tmp_path / "s.png")]) == 0
-    assert main(["matrix", "--n", "4", "--rank", "4", "--steps", "3000", "--out", str(tmp_path)]) == 0
-    assert "converged" in capsys.readouterr().out
+    assert main(["sweep", "--eta", "0.8", "--segment", "1.847", "-0.409", "1.848", "-0.4087", "--n", "50",
+                 "--steps", "2000", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "sensitivity.png").is_file()
+    assert main(["fit", "--n", "4", "--rank", "4", "--steps", "3000", "--out", str(tmp_path)]) == 0
+    assert "converged" in capsys.readouterr().out and (tmp_path / "matrix_loss.png").is_file()
     assert main(["critical", "--u", "1", "--v", "1", "--y", "0"]) == 2
+    capsys.readouterr()
+    (tmp_path / "bad.npz").write_bytes(b"not an npz")
+    assert main(["dimension", "--npz", str(tmp_path / "bad.npz")]) == 2
+    assert capsys.readouterr().err.startswith("error: --npz: expected a basin.npz")
 
 
 def test_bench_smoke_writes_the_json_contract(tmp_path):

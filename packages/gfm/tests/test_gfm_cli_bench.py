@@ -2,7 +2,6 @@
 import json
 
 import numpy as np
-import pytest
 from iclr26_gfm import make_target
 from iclr26_gfm.cli import main
 
@@ -11,23 +10,27 @@ def test_cli_round_trip(tmp_path, capsys):
     X, C = make_target("hexagon-rings", 300, seed=0)
     data = tmp_path / "hex.npz"
     np.savez(data, X=X.numpy(), A=C.A.numpy(), b=C.b.numpy())
-    assert main(["check", "--data", str(data)]) == 0
+    assert main(["evaluate", "--data", str(data)]) == 0
     assert "violation rate 0" in capsys.readouterr().out
-    model = tmp_path / "m.pt"
-    assert main(["fit", "--data", str(data), "--steps", "5", "--hidden", "8", "8", "--device", "cpu",
-                 "--model", str(model)]) == 0
-    with pytest.raises(SystemExit, match="--force"):
-        main(["fit", "--data", str(data), "--model", str(model)])
-    samples = tmp_path / "s.npy"
-    assert main(["sample", "--model", str(model), "-n", "200", "--steps", "5", "--device", "cpu",
-                 "--samples", str(samples)]) == 0
+    run = tmp_path / "run"
+    fit = ["fit", "--data", str(data), "--steps", "5", "--hidden", "8", "8", "--device", "cpu", "--out", str(run)]
+    assert main(fit) == 0 and (run / "model.pt").is_file()
+    capsys.readouterr()
+    assert main(fit) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["sample", "--model", str(run / "model.pt"), "-n", "200", "--steps", "5", "--device", "cpu",
+                 "--out", str(run)]) == 0
     assert "violation rate 0," in capsys.readouterr().out
-    S = np.load(samples)
+    S = np.load(run / "samples.npy")
     assert S.shape == (200, 2) and (S @ C.A.numpy().T - C.b.numpy()).max() <= 1e-9
     bad = tmp_path / "bad.npz"
     np.savez(bad, X=X.numpy() * 3, A=C.A.numpy(), b=C.b.numpy())
     assert main(["check", "--data", str(bad)]) == 2
-    assert "violate" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data: expected ") and "violate" in err
+    assert main(["sample", "--model", str(data), "--out", str(tmp_path / "new")]) == 2
+    assert capsys.readouterr().err.startswith("error: --model: expected a model.pt")
+    assert not (tmp_path / "new").exists()
 
 
 def test_bench_smoke_writes_the_json_contract(tmp_path):

@@ -8,21 +8,29 @@ from iclr26_instance_noise.cli import main
 
 
 def test_cli_round_trip(tmp_path, capsys):
-    noisy, rho = tmp_path / "noisy.npz", tmp_path / "rho.npy"
-    assert main(["flip", "--data", "breast_cancer", "--seed", "0", "-o", str(noisy)]) == 0
+    run = tmp_path / "run"
+    noisy, rho = run / "noisy.npz", run / "rho.npy"
+    assert main(["generate", "--data", "breast_cancer", "--seed", "0", "--out", str(run)]) == 0
     assert "realised noise rate" in capsys.readouterr().out
     with np.load(noisy) as f:
         assert set(f.files) == {"X", "y_clean", "y_noisy", "rho"} and f["rho"].max() <= 0.45
-    with pytest.raises(SystemExit, match="--force"):
-        main(["flip", "--data", "breast_cancer", "-o", str(noisy)])
-    assert main(["estimate", "--in", str(noisy), "--method", "knn", "-o", str(rho)]) == 0
+    assert main(["flip", "--data", "breast_cancer", "--out", str(run)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["estimate", "--in", str(noisy), "--method", "knn", "--out", str(run)]) == 0
     assert "MAE against the true rho" in capsys.readouterr().out
     assert np.load(rho).shape == (569,)
-    out = tmp_path / "fit.json"
     assert main(["fit", "--in", str(noisy), "--learner", "linear", "--mode", "forward", "--rho", str(rho),
-                 "-o", str(out)]) == 0
+                 "--out", str(run)]) == 0
     assert "clean-label evaluation" in capsys.readouterr().out
-    assert 0.5 < json.loads(out.read_text())["accuracy"] <= 1.0
+    assert 0.5 < json.loads((run / "fit.json").read_text())["accuracy"] <= 1.0
+    bad = tmp_path / "bad"
+    assert main(["fit", "--in", str(noisy), "--rho", str(noisy), "--out", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("error: --rho: expected ")
+    assert main(["estimate", "--in", str(rho), "--out", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("error: --in: expected ")
+    assert main(["generate", "--data", str(tmp_path / "absent.csv"), "--out", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("error: --data: expected ")
+    assert not bad.exists()
 
 
 def test_fit_on_noisy_only_data_says_so(tmp_path, capsys):
@@ -30,7 +38,7 @@ def test_fit_on_noisy_only_data_says_so(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 3))
     np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
-    assert main(["fit", "--in", str(path), "--learner", "linear", "--mode", "none"]) == 0
+    assert main(["fit", "--in", str(path), "--learner", "linear", "--mode", "none", "--out", str(tmp_path)]) == 0
     assert "noisy-label evaluation" in capsys.readouterr().out
 
 

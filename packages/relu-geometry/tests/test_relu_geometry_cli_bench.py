@@ -38,24 +38,27 @@ def test_run_config_refuses_bad_values():
 
 
 def test_cli_round_trip(tmp_path, capsys):
-    x_path, run_path = tmp_path / "X.npy", tmp_path / "run.json"
-    assert main(["data", "--family", "beta", "--alpha", "0.3", "--d", "5", "--n", "100", "--out", str(x_path)]) == 0
+    out = tmp_path / "out"
+    x_path, run_path = out / "X.npy", out / "run.json"
+    assert main(["generate", "--family", "beta", "--alpha", "0.3", "--d", "5", "--n", "100", "--out", str(out)]) == 0
     assert np.load(x_path).shape == (100, 5)
-    with pytest.raises(SystemExit, match="--force"):
-        main(["data", "--n", "100", "--out", str(x_path)])
-    assert main(["train", "--alpha", "sphere", "--n", "64", "--n-test", "100", "--width", "32", "--steps", "50",
-                 "--sharpness-every", "25", "--device", "cpu", "--out", str(run_path)]) == 0
+    assert main(["generate", "--n", "100", "--out", str(out)]) == 2 and "--force" in capsys.readouterr().err
+    assert main(["fit", "--alpha", "sphere", "--n", "64", "--n-test", "100", "--width", "32", "--steps", "50",
+                 "--sharpness-every", "25", "--device", "cpu", "--out", str(out)]) == 0
     run = json.loads(run_path.read_text())
     assert run["config"]["n"] == 64 and len(run["history"]["sharpness"]) == 2
-    out = capsys.readouterr().out
-    assert "gap" in out and "2/η" in out
-    assert main(["sharpness", "--run", str(run_path), "--device", "cpu"]) == 0
+    text = capsys.readouterr().out
+    assert "gap" in text and "2/η" in text
+    assert main(["evaluate", "--run", str(run_path), "--device", "cpu"]) == 0
     lam = float(capsys.readouterr().out.split()[1])
     assert lam == pytest.approx(run["row"]["sharpness"], rel=1e-3)
-    assert main(["diagnose", "--run", str(run_path), "--device", "cpu", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "diagnose.png").stat().st_size > 0
-    assert "n_shattering" in json.loads((tmp_path / "diagnose.json").read_text())["activation_report"]
-    assert main(["data", "--alpha", "-1", "--out", str(tmp_path / "bad.npy")]) == 2
+    assert main(["diagnose", "--run", str(run_path), "--device", "cpu", "--out", str(out)]) == 0
+    assert (out / "diagnose.png").stat().st_size > 0
+    assert "n_shattering" in json.loads((out / "diagnose.json").read_text())["activation_report"]
+    assert main(["generate", "--alpha", "-1", "--out", str(tmp_path / "bad")]) == 2
+    assert capsys.readouterr().err.startswith("error: alpha: expected")
+    assert main(["evaluate", "--run", str(x_path), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --run: expected a run.json")
 
 
 def test_cli_sweeps_write_csv_plots_and_summary(tmp_path):

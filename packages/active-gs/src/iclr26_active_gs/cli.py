@@ -1,4 +1,8 @@
-"""``iclr26-active-gs``: render, fit, select, refine-pose, and ``bench``/``benchmark``/``reproduce``."""
+"""``iclr26-active-gs``: render, fit, select, refine-pose, and ``bench``/``benchmark``/``reproduce``.
+
+Files are written with fixed names inside the ``--out`` folder: ``render`` -> ``render.png``, ``fit`` ->
+``model.npz``, ``refine-pose`` -> ``pose.json``; ``select`` prints its choice as JSON.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +13,19 @@ import time
 from collections.abc import Sequence
 
 import torch
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.bench import write_json_atomic
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_dir,
+    existing_file,
+    output_paths,
+    positive_int,
+    progress,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARKS
@@ -23,28 +39,44 @@ from .selectors import SELECTORS
 from .train import Trainer, psnr
 
 
-def _target(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise ValueError(f"{p} already exists; pass --force to overwrite it")
-    return p
+def _read(option: str, expected: str, loader, path: pathlib.Path):
+    """``loader(path)``; any failure becomes the one-line error naming ``option``."""
+    try:
+        return loader(path)
+    except Exception as err:
+        raise usage_error(option, expected, f"{path.name} ({' '.join(str(err).split()) or type(err).__name__})"
+                          ) from err
 
 
-def _device(args) -> torch.device:
-    dev = resolve_device(args.device)
-    if dev.type == "cpu":
-        torch.set_num_threads(min(2, torch.get_num_threads()))
-    return dev
+def _model(args, option: str = "--model") -> GaussianModel:
+    return _read(option, "a Gaussian model .npz written by `iclr26-active-gs fit`", GaussianModel.load,
+                 getattr(args, option.lstrip("-")))
+
+
+def _cameras(option: str, path: pathlib.Path) -> list[Camera]:
+    cams = _read(option, "a JSON of cameras {K, viewmat, width, height}", lambda p: list(read_poses(p).values()),
+                 path)
+    if not cams:
+        raise usage_error(option, "at least one camera", f"{path.name} (none)")
+    return cams
+
+
+def _images(args):
+    try:
+        return load_image_folder(args.images, args.poses)
+    except Exception as err:
+        raise usage_error("--images/--poses", "a folder of images and a poses JSON naming each image stem",
+                          f"{args.images}, {args.poses.name} ({' '.join(str(err).split())})") from err
 
 
 def cmd_render(args) -> int:
-    out = _target(args.out, args.force)
-    dev = _device(args)
+    (out,) = output_paths(args, "render.png")
+    dev = resolve_device(args.device)
     scene = SyntheticObjectScene(args.scene, image_size=args.size, n_test=0 if args.split == "candidate" else 24)
     cams = scene.candidates if args.split == "candidate" else scene.test_cameras
     if not 0 <= args.view < len(cams):
         raise ValueError(f"--view: expected 0 <= view < {len(cams)} ({args.split} cameras), got {args.view}")
-    model = GaussianModel.load(args.model) if args.model else scene.gt
+    model = _model(args) if args.model else scene.gt
     model = model.to(dev)
     start = time.perf_counter()
     with torch.no_grad():
@@ -56,15 +88,15 @@ def cmd_render(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    out = _target(args.out, args.force)
-    dev = _device(args)
-    images, cams = load_image_folder(args.images, args.poses)
-    model = (GaussianModel.load(args.init) if args.init else GaussianModel(args.n, radius=args.radius,
-                                                                           seed=args.seed)).to(dev)
+    (out,) = output_paths(args, "model.npz")
+    dev = resolve_device(args.device)
+    images, cams = _images(args)
+    model = (_model(args, "--init") if args.init else GaussianModel(args.n, radius=args.radius,
+                                                                    seed=args.seed)).to(dev)
     trainer = Trainer(model, lr_scale=args.lr_scale, seed=args.seed, render_kw={"backend": args.backend})
+    chunks = [min(100, args.iters - start) for start in range(0, args.iters, 100)]
     done = 0
-    while done < args.iters:
-        step = min(100, args.iters - done)
+    for step in progress(chunks, desc="fit", quiet=args.quiet):
         losses = trainer.fit(images, cams, step)
         done += step
         with torch.no_grad():
@@ -76,15 +108,11 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _cameras_json(path: str) -> list[Camera]:
-    return list(read_poses(path).values())
-
-
 def cmd_select(args) -> int:
-    dev = _device(args)
-    model = GaussianModel.load(args.model).to(dev)
-    images, cams = load_image_folder(args.images, args.poses)
-    cands = _cameras_json(args.candidates)
+    dev = resolve_device(args.device)
+    model = _model(args).to(dev)
+    images, cams = _images(args)
+    cands = _cameras("--candidates", args.candidates)
     kind = SELECTORS[args.method]
     selector = kind() if args.method == "fvs" else kind(seed=args.seed)
     chosen = selector.select(model, images, [c.to(dev) for c in cams], [c.to(dev) for c in cands], args.n)
@@ -95,16 +123,15 @@ def cmd_select(args) -> int:
 
 
 def cmd_refine_pose(args) -> int:
-    dev = _device(args)
-    model = GaussianModel.load(args.model).to(dev)
-    image = read_image(args.image)
-    camera = _cameras_json(args.pose)[0]
+    (out,) = output_paths(args, "pose.json")
+    model = _model(args).to(resolve_device(args.device))
+    image = _read("--image", "a PNG/JPEG image", read_image, args.image)
+    if image.ndim != 3 or image.shape[-1] != 3:
+        raise usage_error("--image", "a PNG/JPEG image", f"{args.image.name} (an array of shape {tuple(image.shape)})")
+    camera = _cameras("--pose", args.pose)[0]
     refined, info = robust_pose_refine(model, image, camera, steps=args.steps, loss=args.loss, extent=args.extent)
     print(json.dumps({"viewmat": refined.viewmat.tolist(), "loss": info["loss"], "xi": info["xi"]}))
-    if args.json:
-        from iclr26_shared.bench import write_json_atomic
-
-        write_json_atomic(_target(args.json, args.force), refined.to_dict())
+    write_json_atomic(out, refined.to_dict())
     return 0
 
 
@@ -113,46 +140,45 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     backend = {"default": "auto", "choices": ("auto", "torch", "gsplat"), "help": "rasteriser (default auto)"}
 
-    p = sub.add_parser("render", parents=[common_options()], help="render the toy scene (or a model) to PNG")
+    p = sub.add_parser("render", parents=[common_options()], help="render the toy scene (or a model): render.png")
     p.add_argument("--scene", default="toy-object", choices=SCENES)
     p.add_argument("--view", type=int, default=0, help="camera index")
     p.add_argument("--split", default="candidate", choices=("candidate", "test"))
-    p.add_argument("--size", type=int, default=64, help="image edge in pixels (default 64)")
-    p.add_argument("--model", default=None, help="a model .npz (default: the scene's ground truth)")
+    p.add_argument("--size", type=positive_int, default=64, help="image edge in pixels (default 64)")
+    p.add_argument("--model", type=existing_file, default=None, help="a model .npz (default: the scene's ground truth)")
     p.add_argument("--backend", **backend)
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(handler=cmd_render, out="render.png")
+    p.set_defaults(handler=cmd_render)
 
-    p = sub.add_parser("fit", parents=[common_options()], help="fit a Gaussian model to posed images")
-    p.add_argument("--images", required=True, help="folder of PNG/JPEG images")
-    p.add_argument("--poses", required=True, help="JSON {stem: {K, viewmat, width, height}} (OpenCV world-to-camera)")
-    p.add_argument("--iters", type=int, default=2000)
-    p.add_argument("--n", type=int, default=1000, help="number of Gaussians (default 1000)")
+    p = sub.add_parser("fit", parents=[common_options()], help="fit a Gaussian model to posed images: model.npz")
+    p.add_argument("--images", type=existing_dir, required=True, help="folder of PNG/JPEG images")
+    p.add_argument("--poses", type=existing_file, required=True,
+                   help="JSON {stem: {K, viewmat, width, height}} (OpenCV world-to-camera)")
+    p.add_argument("--iters", type=positive_int, default=2000)
+    p.add_argument("--n", type=positive_int, default=1000, help="number of Gaussians (default 1000)")
     p.add_argument("--radius", type=float, default=1.0, help="initialisation ball radius (default 1.0)")
-    p.add_argument("--init", default=None, help="continue from this model .npz")
+    p.add_argument("--init", type=existing_file, default=None, help="continue from this model .npz")
     p.add_argument("--lr-scale", type=float, default=1.0)
     p.add_argument("--backend", **backend)
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(handler=cmd_fit, out="model.npz")
+    p.set_defaults(handler=cmd_fit)
 
-    p = sub.add_parser("select", parents=[common_options()], help="choose the next view(s) to capture")
-    p.add_argument("--model", required=True)
-    p.add_argument("--images", required=True)
-    p.add_argument("--poses", required=True)
-    p.add_argument("--candidates", required=True, help="JSON list of candidate cameras")
+    p = sub.add_parser("select", parents=[common_options()],
+                       help="choose the next view(s) to capture (prints JSON; writes nothing)")
+    p.add_argument("--model", type=existing_file, required=True)
+    p.add_argument("--images", type=existing_dir, required=True)
+    p.add_argument("--poses", type=existing_file, required=True)
+    p.add_argument("--candidates", type=existing_file, required=True, help="JSON list of candidate cameras")
     p.add_argument("--method", default="semvar", choices=tuple(SELECTORS))
-    p.add_argument("--n", type=int, default=1)
+    p.add_argument("--n", type=positive_int, default=1)
     p.set_defaults(handler=cmd_select)
 
-    p = sub.add_parser("refine-pose", parents=[common_options()], help="robustly correct the pose of a new image")
-    p.add_argument("--model", required=True)
-    p.add_argument("--image", required=True)
-    p.add_argument("--pose", required=True, help="JSON camera {K, viewmat, width, height}")
-    p.add_argument("--steps", type=int, default=60, help="Adam steps per level (default 60)")
+    p = sub.add_parser("refine-pose", parents=[common_options()],
+                       help="robustly correct the pose of a new image: pose.json")
+    p.add_argument("--model", type=existing_file, required=True)
+    p.add_argument("--image", type=existing_file, required=True)
+    p.add_argument("--pose", type=existing_file, required=True, help="JSON camera {K, viewmat, width, height}")
+    p.add_argument("--steps", type=positive_int, default=60, help="Adam steps per level (default 60)")
     p.add_argument("--loss", default="geman-mcclure", choices=("geman-mcclure", "l2"))
     p.add_argument("--extent", type=float, default=None, help="translation scale (default: camera distance)")
-    p.add_argument("--json", default=None, help="also write the refined camera to this JSON file")
-    p.add_argument("--force", action="store_true")
     p.set_defaults(handler=cmd_refine_pose)
 
     add_bench_command(sub, list(BENCHMARKS))
@@ -161,18 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``iclr26-active-gs``; returns the exit code.
+
+    ``bench NAME`` (the spec's spelling) is ``bench --only NAME``; ``active-gs`` names both benchmarks.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["bench"], ["benchmark"], ["reproduce"]) and len(argv) > 1 and not argv[1].startswith("-"):
-        argv = [argv[0], "--only", *_expand(argv[1]), *argv[2:]]
-    return call_handler(build_parser().parse_args(argv))
-
-
-def _expand(name: str) -> list[str]:
-    """``active-gs`` selects both benchmarks, ``active-gs.noisy-pose`` only that one."""
-    hits = [b.name for b in BENCHMARKS if b.name == name or (name == "active-gs" and b.name.startswith(name))]
-    if not hits:
-        raise SystemExit(f"bench: unknown benchmark {name!r}; known: {[b.name for b in BENCHMARKS]}")
-    return hits if name != "active-gs" else [b.name for b in BENCHMARKS]
+    names = [b.name for b in BENCHMARKS]
+    if argv[:1] in (["bench"], ["benchmark"], ["reproduce"]) and argv[1:2] and argv[1] in names:
+        argv = [argv[0], "--only", *(names if argv[1] == "active-gs" else argv[1:2]), *argv[2:]]
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

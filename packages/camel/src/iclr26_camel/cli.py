@@ -1,17 +1,30 @@
-"""``iclr26-camel``: fit, sweep (alias benchmark), tune, timing, bench and reproduce."""
+"""``iclr26-camel``: fit, sweep (alias benchmark), select (alias tune), timing, bench and reproduce.
+
+Every command writes fixed file names inside the ``--out`` folder: ``fit`` -> ``labels.csv``, ``embedding.npy``,
+``history.json``, ``metrics.json``; ``sweep`` -> ``results.csv``; ``select`` -> ``tune.csv``; ``timing`` ->
+``timing.csv``; ``bench`` -> the result JSON.
+"""
 from __future__ import annotations
 
 import argparse
 import csv
 import itertools
 import pathlib
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    output_paths,
+    positive_int,
+    progress,
+    run,
+    usage_error,
+)
 
 from .bench import CAMEL_BENCHMARK
 from .data import load_views
@@ -43,36 +56,32 @@ def parse_hyper(items: Sequence[str] | None) -> dict[str, Any]:
     """``["lambda2=1", "degree=normalized"]`` -> ``{"lambda2": 1, "degree": "normalized"}``.
 
     Raises:
-        SystemExit: an item without ``=`` or a name CAMEL does not take.
+        ValueError: an item without ``=`` or a name CAMEL does not take (names ``--hyper``).
     """
     out: dict[str, Any] = {}
     known = set(CAMEL(2).get_params())
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or key not in known:
-            raise SystemExit(f"--hyper: expected NAME=VALUE with NAME among {sorted(known)}, got {item!r}")
+            raise usage_error("--hyper", f"NAME=VALUE with NAME among {sorted(known)}", repr(item))
         out[key] = _value(value)
     return out
 
 
-def _floats(text: str, name: str) -> list[float]:
+def _floats(text: str) -> list[float]:
+    """argparse type: comma-separated numbers."""
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"{name}: expected comma-separated numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
-def _ints(text: str, name: str) -> list[int]:
+def _ints(text: str) -> list[int]:
+    """argparse type: comma-separated integers."""
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"{name}: expected comma-separated integers, got {text!r}") from None
-
-
-def _guard(paths: Sequence[pathlib.Path], force: bool) -> None:
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not force:
-        raise SystemExit(f"--out: would overwrite {existing}; pass --force to replace them")
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def write_csv(path: pathlib.Path, rows: list[dict[str, Any]]) -> None:
@@ -87,8 +96,10 @@ def write_csv(path: pathlib.Path, rows: list[dict[str, Any]]) -> None:
 def _load(args) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None]:
     try:
         return load_views(args.data, random_state=args.seed)
-    except (FileNotFoundError, ValueError) as err:
-        raise SystemExit(f"--data: {err}") from None
+    except Exception as err:
+        raise usage_error("--data", "mfeat, mfeat_uci3, synthetic, or a readable .mat/.npz file or folder of "
+                          "view_*.csv", f"{args.data!r} ({' '.join(str(err).split()) or type(err).__name__})"
+                          ) from err
 
 
 def _masked(Xs, mask, rate: float, seed: int, protocol: str):
@@ -99,17 +110,14 @@ def _masked(Xs, mask, rate: float, seed: int, protocol: str):
 
 
 def cmd_fit(args) -> int:
+    targets = output_paths(args, "labels.csv", "embedding.npy", "history.json", "metrics.json")
     Xs, y, mask = _load(args)
     hyper = parse_hyper(args.hyper)
     n_clusters = args.n_clusters or (int(np.unique(y).size) if y is not None else None)
     if n_clusters is None:
-        raise SystemExit("--n-clusters: required when the data has no labels")
+        raise usage_error("--n-clusters", "a number of clusters (the data has no labels)", "none")
     Xs, mask = _masked(Xs, mask, args.missing_rate, args.seed, args.protocol)
-    out = pathlib.Path(args.out)
-    targets = [out / f for f in ("labels.csv", "embedding.npy", "history.json", "metrics.json")]
-    _guard(targets, args.force)
     model = CAMEL(n_clusters, random_state=args.seed, **hyper).fit(Xs, mask)
-    out.mkdir(parents=True, exist_ok=True)
     with atomic_path(targets[0]) as tmp:
         np.savetxt(tmp, model.labels_, fmt="%d")
     with atomic_path(targets[1]) as tmp:
@@ -133,18 +141,22 @@ def _print_table(summary: list[dict[str, Any]], keys: Sequence[str]) -> None:
               f"PUR {s['purity']:.4f}  {s['seconds']:.2f}s  (n={s['runs']})")
 
 
-def cmd_sweep(args) -> int:
-    Xs, y, _ = _load(args)
+def _needs_labels(args, y, what: str) -> None:
     if y is None:
-        raise SystemExit("--data: sweep needs labels")
+        raise usage_error("--data", f"a dataset with labels ({what})", f"{args.data!r}, which has none")
+
+
+def cmd_sweep(args) -> int:
+    (out,) = output_paths(args, "results.csv")
     try:
         methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
     except ValueError as err:
-        raise SystemExit(f"--methods: {err}") from None
-    out = pathlib.Path(args.out) / "results.csv"
-    _guard([out], args.force)
-    rows = sweep(Xs, y, methods, _floats(args.missing_rates, "--missing-rates"), _ints(args.seeds, "--seeds"),
-                 hyper=parse_hyper(args.hyper), n_jobs=args.jobs,
+        raise usage_error("--methods", f"a comma list among {sorted(METHODS)}", repr(args.methods)) from err
+    hyper = parse_hyper(args.hyper)
+    Xs, y, _ = _load(args)
+    _needs_labels(args, y, "sweep scores the clusterings")
+    rows = sweep(Xs, y, methods, args.missing_rates, args.seeds,
+                 hyper=hyper, n_jobs=args.jobs,
                  progress=lambda it, **kw: progress(it, quiet=args.quiet, **kw))
     write_csv(out, rows)
     _print_table(summarize(rows), ("method", "rate"))
@@ -163,13 +175,11 @@ def _grid_points(grid: dict[str, list[Any]], c: int) -> list[dict[str, Any]]:
     return points
 
 
-def cmd_tune(args) -> int:
+def cmd_select(args) -> int:
+    (out,) = output_paths(args, "tune.csv")
     Xs, y, mask = _load(args)
-    if y is None:
-        raise SystemExit("--data: tune selects by ACC and needs labels")
+    _needs_labels(args, y, "select picks by ACC")
     Xs, mask = _masked(Xs, mask, args.missing_rate, args.seed, "paired")
-    out = pathlib.Path(args.out) / "tune.csv"
-    _guard([out], args.force)
     c = int(np.unique(y).size)
     rows = []
     points = _grid_points(GRIDS[args.grid], c)
@@ -185,13 +195,9 @@ def cmd_tune(args) -> int:
 
 
 def cmd_timing(args) -> int:
-    out = pathlib.Path(args.out) / "timing.csv"
-    _guard([out], args.force)
-    try:
-        rows = time_iterations(_ints(args.n, "--n"), n_views=args.views, dim=args.dim, n_clusters=args.clusters,
-                               n_anchors=args.anchors, n_iter=args.iters, seed=args.seed)
-    except ValueError as err:
-        raise SystemExit(str(err)) from None
+    (out,) = output_paths(args, "timing.csv")
+    rows = time_iterations(args.n, n_views=args.views, dim=args.dim, n_clusters=args.clusters,
+                           n_anchors=args.anchors, n_iter=args.iters, seed=args.seed)
     write_csv(out, rows)
     for r in rows:
         print(f"n={r['n']:7d}  {r['degree']:10s}  {r['seconds_per_iter']:.4f} s/iter wall  "
@@ -212,42 +218,40 @@ def build_parser() -> argparse.ArgumentParser:
     common = common_options()
     data_help = "mfeat, mfeat_uci3, synthetic, or a .mat/.npz file or a folder of view_*.csv"
 
-    p = sub.add_parser("fit", parents=[common], help="fit CAMEL on one dataset and missing rate")
+    p = sub.add_parser("fit", parents=[common], help="fit CAMEL on one dataset and missing rate: labels.csv, "
+                                                     "embedding.npy, history.json, metrics.json")
     p.add_argument("--data", default="mfeat", help=data_help)
     p.add_argument("--missing-rate", type=float, default=0.5, help="applied when the data has no missing rows")
     p.add_argument("--protocol", choices=("paired", "per_view"), default="paired")
-    p.add_argument("--n-clusters", type=int, default=None, help="default: number of distinct labels")
+    p.add_argument("--n-clusters", type=positive_int, default=None, help="default: number of distinct labels")
     p.add_argument("--hyper", nargs="*", metavar="NAME=VALUE", help="CAMEL hyper-parameters, e.g. lambda2=1")
-    p.add_argument("--force", action="store_true", help="overwrite existing outputs")
     p.set_defaults(handler=cmd_fit)
 
-    for name in ("sweep", "benchmark"):
-        p = sub.add_parser(name, parents=[common], help="methods x missing rates x seeds" +
-                           (" (alias of sweep)" if name == "benchmark" else ""))
-        p.add_argument("--data", default="mfeat", help=data_help)
-        p.add_argument("--missing-rates", default="0.1,0.3,0.5")
-        p.add_argument("--seeds", default="0,1,2")
-        p.add_argument("--methods", default="camel,bsv,concat", help=f"comma-separated among {sorted(METHODS)}")
-        p.add_argument("--hyper", nargs="*", metavar="NAME=VALUE")
-        p.add_argument("--jobs", type=int, default=1, help="parallel fits (joblib)")
-        p.add_argument("--force", action="store_true")
-        p.set_defaults(handler=cmd_sweep)
+    p = sub.add_parser("sweep", aliases=["benchmark"], parents=[common],
+                       help="methods x missing rates x seeds: results.csv")
+    p.add_argument("--data", default="mfeat", help=data_help)
+    p.add_argument("--missing-rates", type=_floats, default="0.1,0.3,0.5")
+    p.add_argument("--seeds", type=_ints, default="0,1,2")
+    p.add_argument("--methods", default="camel,bsv,concat", help=f"comma-separated among {sorted(METHODS)}")
+    p.add_argument("--hyper", nargs="*", metavar="NAME=VALUE")
+    p.add_argument("--jobs", type=positive_int, default=1, help="parallel fits (joblib)")
+    p.set_defaults(handler=cmd_sweep)
 
-    p = sub.add_parser("tune", parents=[common], help="grid search by ACC (label-using oracle, as in the paper)")
+    p = sub.add_parser("select", aliases=["tune"], parents=[common],
+                       help="grid search by ACC (label-using oracle, as in the paper): tune.csv")
     p.add_argument("--data", default="mfeat", help=data_help)
     p.add_argument("--grid", choices=sorted(GRIDS), default="small")
     p.add_argument("--missing-rate", type=float, default=0.3)
-    p.add_argument("--force", action="store_true")
-    p.set_defaults(handler=cmd_tune)
+    p.set_defaults(handler=cmd_select)
 
-    p = sub.add_parser("timing", parents=[common], help="seconds per iteration vs n, constant vs true degree")
-    p.add_argument("--n", default="2500,5000,10000,20000")
+    p = sub.add_parser("timing", parents=[common],
+                       help="seconds per iteration vs n, constant vs true degree: timing.csv")
+    p.add_argument("--n", type=_ints, default="2500,5000,10000,20000")
     p.add_argument("--views", type=int, default=3)
     p.add_argument("--dim", type=int, default=100)
     p.add_argument("--clusters", type=int, default=10)
     p.add_argument("--anchors", type=int, default=30)
     p.add_argument("--iters", type=int, default=5)
-    p.add_argument("--force", action="store_true")
     p.set_defaults(handler=cmd_timing)
 
     add_bench_command(sub, [CAMEL_BENCHMARK])
@@ -256,9 +260,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-camel``; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run(build_parser(), argv)

@@ -1,16 +1,30 @@
-"""The ``iclr26-diffsda`` command line: data, fit, encode, swap, evaluate, bench (a thin layer over the API)."""
+"""The ``iclr26-diffsda`` command line: generate, fit, predict, sample, evaluate, bench (a thin layer over the API).
+
+Each command writes fixed names inside the ``--out`` folder: ``generate`` -> ``data.npz``, ``fit`` -> ``model.pt``,
+``predict`` -> ``codes.npz``, ``sample`` -> ``swaps.npz`` (and ``swaps.png``), ``evaluate`` -> ``evaluation.json``.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
-import sys
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    positive_int,
+    progress,
+    run,
+    run_bench_command,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -21,18 +35,20 @@ from .model import DiffSDA
 from .train import train_model
 
 
-def _target(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise SystemExit(f"{p} exists; pass --force to overwrite it")
-    return p
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _load_data(args) -> SeqSet:
-    if getattr(args, "data", None):
-        with np.load(args.data) as arrays:
+    """``--data`` (an .npz written by ``generate``), or ``--n`` fresh sequences of ``--kind``."""
+    if getattr(args, "data", None) is None:
+        return make(args.kind, args.n, seed=args.seed)
+    try:
+        with np.load(args.data, allow_pickle=False) as arrays:
             return SeqSet.from_arrays(dict(arrays))
-    return make(args.kind, args.n, seed=args.seed)
+    except Exception as err:
+        raise usage_error("--data", "an .npz of sequences written by `iclr26-diffsda generate`",
+                          f"{args.data.name} ({_one_line(err)})") from err
 
 
 def _save_npz(path: pathlib.Path, arrays: dict) -> None:
@@ -40,16 +56,21 @@ def _save_npz(path: pathlib.Path, arrays: dict) -> None:
         np.savez(fh, **arrays)
 
 
-def _load_model(path: str, device) -> DiffSDA:
-    ckpt = torch.load(path, map_location=device, weights_only=True)
-    model = DiffSDA(tuple(ckpt["elem_shape"]), **ckpt["config"]).to(device)
-    model.load_state_dict(ckpt["state_dict"])
+def _load_model(path: pathlib.Path, device) -> DiffSDA:
+    """The DiffSDA saved by ``fit`` (loaded with ``weights_only=True``); errors name ``--ckpt``."""
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+        model = DiffSDA(tuple(ckpt["elem_shape"]), **ckpt["config"]).to(device)
+        model.load_state_dict(ckpt["state_dict"])
+    except Exception as err:
+        raise usage_error("--ckpt", "a model.pt written by `iclr26-diffsda fit`",
+                          f"{path.name} ({_one_line(err)})") from err
     return model.eval()
 
 
-def cmd_data(args) -> int:
+def cmd_generate(args) -> int:
+    (out,) = output_paths(args, "data.npz")
     ds = make(args.kind, args.n, seed=args.seed)
-    out = _target(args.file, args.force)
     _save_npz(out, ds.to_arrays())
     print(f"{args.kind}: x {ds.x.shape} in [{ds.x.min():.2f}, {ds.x.max():.2f}] -> {out}")
     for group, factors in (("static", ds.static), ("dynamic", ds.dynamic)):
@@ -59,10 +80,10 @@ def cmd_data(args) -> int:
 
 
 def cmd_fit(args) -> int:
+    (out,) = output_paths(args, "model.pt")
     device = resolve_device(args.device)
     seed_everything(args.seed)
     ds = _load_data(args)
-    out = _target(args.file, args.force)
     config = dict(s_dim=args.s_dim, d_dim=args.d_dim, hidden_dim=args.hidden_dim, mlp_hidden=args.mlp_hidden,
                   backbone=args.backbone, P_mean=args.p_mean, P_std=args.p_std)
     model = DiffSDA(ds.elem_shape, **config).to(device)
@@ -81,23 +102,23 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def cmd_encode(args) -> int:
+def cmd_predict(args) -> int:
+    (out,) = output_paths(args, "codes.npz")
     model = _load_model(args.ckpt, resolve_device(args.device))
     ds = _load_data(args)
-    out = _target(args.file, args.force)
     s, d = model.encode(ds.x)
     _save_npz(out, {"static": s.cpu().numpy(), "dynamic": d.cpu().numpy()})
     print(f"static {tuple(s.shape)}, dynamic {tuple(d.shape)} -> {out}")
     return 0
 
 
-def cmd_swap(args) -> int:
+def cmd_sample(args) -> int:
+    out, *png = output_paths(args, "swaps.npz", *(["swaps.png"] if args.png else []))
     model = _load_model(args.ckpt, resolve_device(args.device))
     ds = _load_data(args)
-    out = _target(args.file, args.force)
     k = min(args.pairs, len(ds) // 2)
     if k < 1:
-        raise SystemExit(f"--pairs: expected at least 1 and 2 sequences in the data, got {args.pairs} and {len(ds)}")
+        raise usage_error("--data", "at least 2 sequences for a swap grid", f"{len(ds)}")
     a, b = np.repeat(np.arange(k), k), np.tile(np.arange(k, 2 * k), k)
     gen = torch.Generator(model.device).manual_seed(args.seed)
     grid = model.swap(ds.x[a], ds.x[b], steps=args.steps, generator=gen).cpu().numpy()
@@ -105,7 +126,7 @@ def cmd_swap(args) -> int:
     _save_npz(out, {"swaps": grid, "static_donors": ds.x[:k], "dynamic_donors": ds.x[k:2 * k]})
     print(f"swap grid {grid.shape} (rows: static donors, cols: dynamic donors) -> {out}")
     if args.png:
-        _swap_png(grid, _target(args.png, args.force))
+        _swap_png(grid, png[0])
     return 0
 
 
@@ -131,10 +152,10 @@ def _swap_png(grid: np.ndarray, path: pathlib.Path) -> None:
 
 
 def cmd_evaluate(args) -> int:
+    (out,) = output_paths(args, "evaluation.json")
     model = _load_model(args.ckpt, resolve_device(args.device))
     test = make(args.kind, args.n, seed=args.seed + 1)
     judge = train_judge(make(args.kind, args.n_judge, seed=args.seed + 2), seed=args.seed)
-    out = _target(args.json, args.force)
     report = {"judge_heldout": judge.heldout_accuracy}
     report.update(swap_accuracy(model, judge, test, n_pairs=args.pairs, steps=args.steps, seed=args.seed))
     s, d = model.encode(test.x)
@@ -152,85 +173,74 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
-    def data_options(p, need_file=True):
-        p.add_argument("--data", default=None, help="an .npz written by `data` (default: generate --kind)")
+    def data_options(p):
+        p.add_argument("--data", type=existing_file, default=None,
+                       help="an .npz written by `generate` (default: generate --kind)")
         p.add_argument("--kind", choices=sorted(GENERATORS), default="tones")
-        p.add_argument("--n", type=int, default=1000, help="sequences to generate when --data is absent")
-        p.add_argument("--force", action="store_true", help="overwrite existing output files")
+        p.add_argument("--n", type=positive_int, default=1000, help="sequences to generate when --data is absent")
 
-    p = sub.add_parser("data", parents=[common], help="generate procedural sequences")
+    p = sub.add_parser("generate", aliases=["data"], parents=[common],
+                       help="generate procedural sequences: data.npz")
     p.add_argument("--kind", choices=sorted(GENERATORS), default="tones")
-    p.add_argument("--n", type=int, default=1000)
-    p.add_argument("--file", default="data.npz", help="output .npz (default: data.npz)")
-    p.add_argument("--force", action="store_true")
-    p.set_defaults(handler=cmd_data)
+    p.add_argument("--n", type=positive_int, default=1000)
+    p.set_defaults(handler=cmd_generate)
 
-    p = sub.add_parser("fit", parents=[common], help="train DiffSDA")
+    p = sub.add_parser("fit", parents=[common], help="train DiffSDA: model.pt")
     data_options(p)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--epochs", type=positive_int, default=10)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--s-dim", type=int, default=16)
-    p.add_argument("--d-dim", type=int, default=4)
-    p.add_argument("--hidden-dim", type=int, default=128)
-    p.add_argument("--mlp-hidden", type=int, default=64)
+    p.add_argument("--s-dim", type=positive_int, default=16)
+    p.add_argument("--d-dim", type=positive_int, default=4)
+    p.add_argument("--hidden-dim", type=positive_int, default=128)
+    p.add_argument("--mlp-hidden", type=positive_int, default=64)
     p.add_argument("--backbone", choices=["mlp", "conv"], default="mlp")
     p.add_argument("--p-mean", type=float, default=-1.2)
     p.add_argument("--p-std", type=float, default=1.2)
-    p.add_argument("--file", default="model.pt", help="output checkpoint (default: model.pt)")
     p.set_defaults(handler=cmd_fit)
 
-    p = sub.add_parser("encode", parents=[common], help="static and dynamic codes of sequences")
+    p = sub.add_parser("predict", aliases=["encode"], parents=[common],
+                       help="static and dynamic codes of sequences: codes.npz")
     data_options(p)
-    p.add_argument("--ckpt", required=True)
-    p.add_argument("--file", default="codes.npz")
-    p.set_defaults(handler=cmd_encode)
+    p.add_argument("--ckpt", type=existing_file, required=True, help="a model.pt written by fit")
+    p.set_defaults(handler=cmd_predict)
 
-    p = sub.add_parser("swap", parents=[common], help="swap grids: rows static donors, cols dynamic donors")
+    p = sub.add_parser("sample", aliases=["swap"], parents=[common],
+                       help="swap grids, rows static donors, cols dynamic donors: swaps.npz (and swaps.png)")
     data_options(p)
-    p.add_argument("--ckpt", required=True)
-    p.add_argument("--pairs", type=int, default=4, help="k: a k x k grid from 2k sequences")
-    p.add_argument("--steps", type=int, default=18)
-    p.add_argument("--file", default="swaps.npz")
-    p.add_argument("--png", default=None)
-    p.set_defaults(handler=cmd_swap)
+    p.add_argument("--ckpt", type=existing_file, required=True, help="a model.pt written by fit")
+    p.add_argument("--pairs", type=positive_int, default=4, help="k: a k x k grid from 2k sequences")
+    p.add_argument("--steps", type=positive_int, default=18)
+    p.add_argument("--png", action="store_true", help="also draw the grid into swaps.png")
+    p.set_defaults(handler=cmd_sample)
 
-    p = sub.add_parser("evaluate", parents=[common], help="swap accuracies, probes and reconstruction")
-    p.add_argument("--ckpt", required=True)
+    p = sub.add_parser("evaluate", aliases=["eval"], parents=[common],
+                       help="swap accuracies, probes and reconstruction: evaluation.json")
+    p.add_argument("--ckpt", type=existing_file, required=True, help="a model.pt written by fit")
     p.add_argument("--kind", choices=["tones", "sprites", "series"], default="tones")
-    p.add_argument("--n", type=int, default=500, help="test sequences")
-    p.add_argument("--n-judge", type=int, default=2000)
-    p.add_argument("--pairs", type=int, default=500)
-    p.add_argument("--steps", type=int, default=18)
-    p.add_argument("--json", default="evaluation.json")
-    p.add_argument("--force", action="store_true")
+    p.add_argument("--n", type=positive_int, default=500, help="test sequences")
+    p.add_argument("--n-judge", type=positive_int, default=2000)
+    p.add_argument("--pairs", type=positive_int, default=500)
+    p.add_argument("--steps", type=positive_int, default=18)
     p.set_defaults(handler=cmd_evaluate)
 
     add_bench_command(sub, [DIFFSDA_BENCHMARK])
+    for name in ("bench", "reproduce"):
+        sub.choices[name].set_defaults(handler=_bench_and_flag)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-diffsda``; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    for name in ("file", "json", "png"):
-        value = getattr(args, name, None)
-        if value is not None and args.command != "bench" and not pathlib.Path(value).is_absolute():
-            setattr(args, name, str(pathlib.Path(args.out) / value))
-    code = call_handler(args)
-    if args.command in ("bench", "reproduce"):
-        _flag_central_claim(args)
-    return code
+    return run(build_parser(), argv)
 
 
-def _flag_central_claim(args) -> None:
-    """Prints CLAIM NOT REPRODUCED when the central (relative) claim of a written result does not hold."""
+def _bench_and_flag(args) -> int:
+    """``bench``/``reproduce``, then CLAIM NOT REPRODUCED when the central (relative) claim does not hold."""
+    code = run_bench_command(args, [DIFFSDA_BENCHMARK])
     for path in pathlib.Path(args.out).glob(f"diffsda__{args.scale}__seed{args.seed}__*.json"):
         result = json.loads(path.read_text(encoding="utf-8"))
         for claim in result.get("claims", []):
             if claim["name"].startswith("swap_sum_margin") and not claim["holds"]:
                 print(f"CLAIM NOT REPRODUCED: {claim['name']} ({claim['measured']}; {claim['criterion']})")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return code

@@ -1,13 +1,18 @@
-"""``iclr26-fractal-gd``: critical step sizes, basin images, box dimensions, sensitivity and matrix runs."""
+"""``iclr26-fractal-gd``: critical step sizes, basin maps, box dimensions, sensitivity sweeps and matrix runs.
+
+Commands: ``predict`` (eta* of an initialisation), ``map`` (basin image: ``basin.png``, ``basin.npz``),
+``evaluate`` (box-counting dimension of a saved ``basin.npz``), ``sweep`` (GD limits along a segment:
+``sensitivity.png``), ``fit`` (aligned-init matrix factorisation by GD: ``matrix_loss.png``), ``bench``.
+Every file is written under the ``--out`` folder with the fixed name given here.
+"""
 from __future__ import annotations
 
 import argparse
-import pathlib
-import sys
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
-from iclr26_shared.cli import Parser, add_bench_command, call_handler
+from iclr26_shared.cli import Parser, add_bench_command, common_options, existing_file, output_paths, run, usage_error
 
 from ._plotting import pyplot, save_figure
 from .basins import BasinMap, basin_map
@@ -18,11 +23,14 @@ from .sensitivity import segment_outcomes
 from .theory import active_branch, critical_step_size, in_convergence_region
 
 
-def _target(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise SystemExit(f"{p}: already exists; pass --force to overwrite it")
-    return p
+def _torch_device(spec: str) -> str | None:
+    """The torch device string of ``--device`` when it means CUDA (``auto`` finds it), else None (numpy)."""
+    if spec == "cpu" or (spec == "auto" and importlib.util.find_spec("torch") is None):
+        return None
+    from iclr26_shared.device import resolve_device
+
+    dev = resolve_device(spec)
+    return None if dev.type == "cpu" else str(dev)
 
 
 def _cmd_critical(args) -> int:
@@ -36,29 +44,32 @@ def _cmd_critical(args) -> int:
 
 
 def _cmd_basin(args) -> int:
-    png = _target(args.out, args.force)
-    npz = _target(args.npz, args.force) if args.npz else None
-    backend = "torch" if args.device.startswith("cuda") else "numpy"
+    png, npz = output_paths(args, "basin.png", "basin.npz")
+    device = _torch_device(args.device)
     b = basin_map(args.eta, args.y, args.lam, extent=tuple(args.extent), resolution=args.res, steps=args.steps,
-                  labels=args.labels, backend=backend, device=args.device if backend == "torch" else "cpu")
+                  labels=args.labels, backend="numpy" if device is None else "torch", device=device or "cpu")
     b.save_png(png)
-    if npz:
-        b.save_npz(npz)
+    b.save_npz(npz)
     fr = ", ".join(f"{k} {v:.4f}" for k, v in b.fractions().items())
-    print(f"basin {args.res}^2 in {b.params['seconds']:.2f}s: {fr}\n  -> {png}" + (f"\n  -> {npz}" if npz else ""))
+    print(f"basin {args.res}^2 in {b.params['seconds']:.2f}s: {fr}\n  -> {png}\n  -> {npz}")
     return 0
 
 
 def _cmd_dimension(args) -> int:
-    b = BasinMap.load_npz(args.npz)
+    try:
+        b = BasinMap.load_npz(args.npz)
+    except Exception as err:
+        raise usage_error("--npz", "a basin.npz written by `iclr26-fractal-gd map`",
+                          f"{args.npz.name} ({'no array ' + str(err) if isinstance(err, KeyError) else 'unreadable'})"
+                          ) from err
     r = box_counting_dimension(boundary_mask(b.labels), fit_range=tuple(args.fit) if args.fit else None)
     print(f"D = {r.D:.4f}, R^2 = {r.r2:.5f}, fit {r.fit_range[0]}-{r.fit_range[1]} px\n{r.table()}")
     return 0
 
 
 def _cmd_sensitivity(args) -> int:
+    (out,) = output_paths(args, "sensitivity.png")
     plt = pyplot()
-    out = _target(args.out, args.force)
     x0, y0, x1, y1 = args.segment
     res = segment_outcomes((x0, y0), (x1, y1), args.n, args.y, args.eta, args.lam, steps=args.steps)
     conv = res["converged"]
@@ -79,9 +90,8 @@ def _cmd_sensitivity(args) -> int:
 
 
 def _cmd_matrix(args) -> int:
+    (png,) = output_paths(args, "matrix_loss.png")
     plt = pyplot()
-    out_dir = pathlib.Path(args.out)
-    png = _target(out_dir / "matrix_loss.png", args.force)
     rng = np.random.default_rng(args.seed)
     Y = rng.standard_normal((args.n, args.n))
     alpha, beta = rng.uniform(-args.scale, args.scale, (2, args.rank))
@@ -106,15 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-fractal-gd``."""
     parser = Parser(prog="iclr26-fractal-gd", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    common = common_options()
 
-    p = sub.add_parser("critical", help="closed-form critical step size eta* of an initialisation")
+    p = sub.add_parser("predict", aliases=["critical"], parents=[common],
+                       help="closed-form critical step size eta* of an initialisation (prints; writes nothing)")
     p.add_argument("--u", type=float, required=True)
     p.add_argument("--v", type=float, required=True)
     p.add_argument("--y", type=float, default=1.0)
     p.add_argument("--eta", type=float, default=None, help="also test membership in E_eta")
     p.set_defaults(handler=_cmd_critical)
 
-    p = sub.add_parser("basin", help="basin image over a grid of initialisations (PNG, optional NPZ)")
+    p = sub.add_parser("map", aliases=["basin"], parents=[common],
+                       help="basin image over a grid of initialisations: basin.png and basin.npz "
+                            "(--device cuda[:N] runs the torch backend)")
     p.add_argument("--eta", type=float, default=1.0)
     p.add_argument("--y", type=float, default=0.5)
     p.add_argument("--lam", type=float, default=0.2)
@@ -122,37 +136,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--extent", type=float, nargs=4, default=[-4, 4, -4, 4], metavar=("UMIN", "UMAX", "VMIN", "VMAX"))
     p.add_argument("--labels", choices=["branch", "binary"], default="branch")
-    p.add_argument("--out", default="basin.png")
-    p.add_argument("--npz", default=None)
-    p.add_argument("--device", default="cpu", help="cpu (numpy) or cuda[:N] (torch)")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.set_defaults(handler=_cmd_basin)
 
-    p = sub.add_parser("dimension", help="box-counting dimension of the boundary of a saved basin map")
-    p.add_argument("--npz", required=True)
+    p = sub.add_parser("evaluate", aliases=["dimension"], parents=[common],
+                       help="box-counting dimension of the boundary of a saved basin.npz (prints; writes nothing)")
+    p.add_argument("--npz", type=existing_file, required=True, help="a basin.npz written by map")
     p.add_argument("--fit", type=int, nargs=2, default=None, metavar=("SMIN", "SMAX"))
     p.set_defaults(handler=_cmd_dimension)
 
-    p = sub.add_parser("sensitivity", help="limits of GD along a segment of initialisations")
+    p = sub.add_parser("sweep", aliases=["sensitivity"], parents=[common],
+                       help="limits of GD along a segment of initialisations: sensitivity.png")
     p.add_argument("--eta", type=float, required=True)
     p.add_argument("--y", type=float, default=1.0)
     p.add_argument("--lam", type=float, default=0.0)
     p.add_argument("--segment", type=float, nargs=4, required=True, metavar=("U0", "V0", "U1", "V1"))
     p.add_argument("--n", type=int, default=2000)
     p.add_argument("--steps", type=int, default=6000)
-    p.add_argument("--out", default="sens.png")
-    p.add_argument("--force", action="store_true")
     p.set_defaults(handler=_cmd_sensitivity)
 
-    p = sub.add_parser("matrix", help="aligned-init matrix factorisation: predicted eta* and the GD outcome")
+    p = sub.add_parser("fit", aliases=["matrix"], parents=[common],
+                       help="GD on an aligned-init matrix factorisation at a step size relative to the predicted "
+                            "eta*_matrix: matrix_loss.png")
     p.add_argument("--n", type=int, default=8)
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--eta", type=float, default=None, help="default: 0.97 eta*_matrix")
     p.add_argument("--scale", type=float, default=2.0, help="alpha, beta ~ U(-scale, scale)")
     p.add_argument("--steps", type=int, default=5000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=".")
-    p.add_argument("--force", action="store_true")
     p.set_defaults(handler=_cmd_matrix)
 
     add_bench_command(sub, [BENCHMARK])
@@ -161,9 +170,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code. Bad arguments exit with a one-line message."""
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run(build_parser(), argv)

@@ -1,4 +1,8 @@
-"""The ``iclr26-fsd`` command line: generate, train, predict, eval, bench (a thin layer over the API)."""
+"""The ``iclr26-fsd`` command line: generate, fit, predict, evaluate, bench (a thin layer over the API).
+
+Files are written with fixed names inside the ``--out`` folder: ``generate`` -> ``data.npz``, ``fit`` ->
+``model.pt``, ``predict --draw`` -> ``aids.png``, ``evaluate`` -> ``evaluation.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +12,18 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    positive_int,
+    progress,
+    run,
+    usage_error,
+)
+from iclr26_shared.device import resolve_device
 
 from .arm import Arm
 from .baseline import DirectActionPolicy
@@ -21,24 +36,25 @@ from .model import FSDTiny
 MODELS = {"fsd": {}, "fsd-nocot": {"cot": False}, "fsd-nosc": {"self_consistency": False}, "direct": None}
 
 
-def _target(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise ValueError(f"{p} exists; pass --force to overwrite it")
-    return p
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
-def _common(p: argparse.ArgumentParser, out: str | None) -> None:
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    if out is not None:
-        p.add_argument("--out", default=out, help=f"output file (default: {out})")
-        p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+def _device(args) -> str:
+    return str(resolve_device(args.device))
+
+
+def _policy(args):
+    """The policy in ``--model`` (loaded with ``weights_only=True``); errors name ``--model``."""
+    try:
+        return load_policy(args.model, _device(args))
+    except Exception as err:
+        raise usage_error("--model", "a model.pt written by `iclr26-fsd fit`", f"{args.model.name} ({_one_line(err)})"
+                          ) from err
 
 
 def cmd_generate(args) -> int:
-    out = _target(args.out, args.force)
+    (out,) = output_paths(args, "data.npz")
     env = TableTop2D(args.split, args.n, args.seed, image_size=args.image_size)
     arrays = {"images": env.images, "instructions": np.array(env.instructions),
               "boxes": np.array([a.box for a in env.aids]), "points": np.array([a.points for a in env.aids]),
@@ -51,11 +67,11 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def cmd_train(args) -> int:
-    out = _target(args.out, args.force)
+def cmd_fit(args) -> int:
+    (out,) = output_paths(args, "model.pt")
     env = TableTop2D("train", args.n_train, args.seed, image_size=args.image_size)
     kw = dict(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads, d_mlp=args.d_mlp,
-              image_size=args.image_size, seed=args.seed, device=args.device)
+              image_size=args.image_size, seed=args.seed, device=_device(args))
     flags = MODELS[args.model]
     model = DirectActionPolicy(**kw) if flags is None else FSDTiny(**flags, **kw)
     print(f"{args.model}: {model.n_parameters} parameters, {len(env)} training scenes, {args.steps} steps")
@@ -68,10 +84,16 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _read_image(path: str) -> np.ndarray:
+def _read_image(path: pathlib.Path) -> np.ndarray:
+    """An (H, W, 3) uint8 image from ``--image``; errors name ``--image``."""
     import matplotlib.image
 
-    img = np.asarray(matplotlib.image.imread(path))
+    try:
+        img = np.asarray(matplotlib.image.imread(path))
+    except Exception as err:
+        raise usage_error("--image", "a PNG image", f"{path.name} ({_one_line(err)})") from err
+    if img.ndim not in (2, 3) or img.size == 0:
+        raise usage_error("--image", "a PNG image", f"{path.name} (an array of shape {img.shape})")
     if img.ndim == 2:
         img = np.repeat(img[..., None], 3, -1)
     img = img[..., :3]
@@ -83,7 +105,8 @@ def _read_image(path: str) -> np.ndarray:
 def cmd_predict(args) -> int:
     from .grammar import resize_pad
 
-    model = load_policy(args.model, args.device)
+    draw = output_paths(args, "aids.png") if args.draw else []
+    model = _policy(args)
     original = _read_image(args.image)
     h, w = original.shape[:2]
     img = resize_pad(original, model.config.image_size)[None]
@@ -101,8 +124,8 @@ def cmd_predict(args) -> int:
     print(f"in pixels of the {w}x{h} image ([x, y], y down):")
     for k, v in px.items():
         print(f"  {k}: {np.round(v, 1).tolist()}")
-    if args.draw:
-        _draw(original, px, _target(args.draw, args.force))
+    if draw:
+        _draw(original, px, draw[0])
     return 0
 
 
@@ -125,8 +148,9 @@ def _draw(img: np.ndarray, px: dict, path: pathlib.Path) -> None:
     print(f"drawing -> {path}")
 
 
-def cmd_eval(args) -> int:
-    model = load_policy(args.model, args.device)
+def cmd_evaluate(args) -> int:
+    (out,) = output_paths(args, "evaluation.json")
+    model = _policy(args)
     env = TableTop2D(args.split, args.n, args.seed, image_size=model.config.image_size)
     report = evaluate(model, env, Arm.named(args.arm))
     print(f"{args.split} ({len(env)} scenes, {args.arm} arm): success {report['success_rate']:.3f}, "
@@ -135,66 +159,64 @@ def cmd_eval(args) -> int:
         if k in report:
             print(f"  {k}: {report[k]:.3f}")
     print(f"  outcomes: {report['reasons']}")
-    if args.json:
-        print(f"report -> {write_json_atomic(_target(args.json, args.force), report)}")
+    print(f"report -> {write_json_atomic(out, report)}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-fsd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    common = common_options()
 
-    p = sub.add_parser("generate", help="write a split of scenes: images, instructions, GT aids, expert joints")
+    p = sub.add_parser("generate", parents=[common],
+                       help="write a split of scenes (images, instructions, GT aids, expert joints): data.npz")
     p.add_argument("--split", choices=SPLITS, default="train")
-    p.add_argument("--n", type=int, default=6000)
-    p.add_argument("--image-size", type=int, default=64)
-    _common(p, "data.npz")
+    p.add_argument("--n", type=positive_int, default=6000)
+    p.add_argument("--image-size", type=positive_int, default=64)
     p.set_defaults(handler=cmd_generate)
 
-    p = sub.add_parser("train", help="train FSDTiny (or an ablation) or the direct-action baseline")
+    p = sub.add_parser("fit", aliases=["train"], parents=[common],
+                       help="train FSDTiny (or an ablation) or the direct-action baseline: model.pt")
     p.add_argument("--model", choices=sorted(MODELS), default="fsd")
-    p.add_argument("--steps", type=int, default=1200)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=positive_int, default=1200)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--n-train", type=int, default=6000, help="training scenes generated from --seed")
-    p.add_argument("--d-model", type=int, default=96)
-    p.add_argument("--n-layers", type=int, default=3)
-    p.add_argument("--n-heads", type=int, default=4)
-    p.add_argument("--d-mlp", type=int, default=384)
-    p.add_argument("--image-size", type=int, default=64)
-    _common(p, "model.pt")
-    p.set_defaults(handler=cmd_train)
+    p.add_argument("--n-train", type=positive_int, default=6000, help="training scenes generated from --seed")
+    p.add_argument("--d-model", type=positive_int, default=96)
+    p.add_argument("--n-layers", type=positive_int, default=3)
+    p.add_argument("--n-heads", type=positive_int, default=4)
+    p.add_argument("--d-mlp", type=positive_int, default=384)
+    p.add_argument("--image-size", type=positive_int, default=64)
+    p.set_defaults(handler=cmd_fit)
 
-    p = sub.add_parser("predict", help="visual aids (text and pixels) for one image and instruction")
-    p.add_argument("--model", required=True, help="a file written by train")
-    p.add_argument("--image", required=True, help="PNG image (any size: padded to a square, then resized)")
+    p = sub.add_parser("predict", parents=[common],
+                       help="visual aids (text and pixels) for one image and instruction (--draw: aids.png)")
+    p.add_argument("--model", type=existing_file, required=True, help="a model.pt written by fit")
+    p.add_argument("--image", type=existing_file, required=True,
+                   help="PNG image (any size: padded to a square, then resized)")
     p.add_argument("--instruction", required=True)
-    p.add_argument("--sample-k", type=int, default=1, help="self-consistency sampling (1 = greedy)")
-    p.add_argument("--draw", default=None, help="write the aids over the image to this PNG")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --draw file")
-    _common(p, None)
+    p.add_argument("--sample-k", type=positive_int, default=1, help="self-consistency sampling (1 = greedy)")
+    p.add_argument("--draw", action="store_true", help="also draw the aids over the image into aids.png")
     p.set_defaults(handler=cmd_predict)
 
-    p = sub.add_parser("eval", help="closed-loop success and visual-aid quality on a split")
-    p.add_argument("--model", required=True)
+    p = sub.add_parser("evaluate", aliases=["eval"], parents=[common],
+                       help="closed-loop success and visual-aid quality on a split: evaluation.json")
+    p.add_argument("--model", type=existing_file, required=True, help="a model.pt written by fit")
     p.add_argument("--split", choices=SPLITS, default="test_compositional")
     p.add_argument("--arm", choices=("default", "alt"), default="default")
-    p.add_argument("--n", type=int, default=300)
-    p.add_argument("--json", default=None, help="also write the report to this JSON file")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
-    _common(p, None)
-    p.set_defaults(handler=cmd_eval)
+    p.add_argument("--n", type=positive_int, default=300)
+    p.set_defaults(handler=cmd_evaluate)
 
     add_bench_command(sub, [FSD_BENCHMARK])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``iclr26-fsd``; returns the exit code (``benchmark`` is the spec's older name of ``bench``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["benchmark"]:  # the spec's older name of ``bench``
+    if argv[:1] == ["benchmark"]:
         argv[0] = "bench"
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,29 @@
-"""``iclr26-gfm``: fit a gauge flow matching model, sample from it, check a constrained data file, run the benchmark."""
+"""``iclr26-gfm``: fit a gauge flow matching model, sample from it, evaluate a constrained data file, run the benchmark.
+
+Files are written with fixed names inside the ``--out`` folder: ``fit`` -> ``model.pt``, ``sample`` ->
+``samples.npy``; ``evaluate`` (alias ``check``) prints and writes nothing.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
-import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 from iclr26_shared.bench import atomic_path, result_path
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    positive_int,
+    run,
+    run_bench_command,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 from iclr26_shared.seeding import seed_everything
 
@@ -22,11 +34,17 @@ from .metrics import max_violation, violation_rate
 from .model import SOLVERS, GaugeFlowMatching
 
 
-def _target_path(path: str, force: bool) -> pathlib.Path:
-    p = pathlib.Path(path)
-    if p.exists() and not force:
-        raise SystemExit(f"{p}: already exists; pass --force to overwrite it")
-    return p
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _data(args):
+    """``(X, set)`` from ``--data``; a missing array, bad shape or infeasible row becomes an error naming it."""
+    try:
+        return load_npz(args.data)
+    except Exception as err:
+        raise usage_error("--data", "an .npz with X and A,b (polytope) or Q,c (ellipsoid), every row inside the set",
+                          f"{args.data.name} ({_one_line(err)})") from err
 
 
 def _device(args) -> str:
@@ -35,10 +53,10 @@ def _device(args) -> str:
 
 
 def _cmd_fit(args) -> int:
-    out = _target_path(args.model, args.force)
+    (out,) = output_paths(args, "model.pt")
     seed_everything(args.seed)
     if args.data:
-        X, C = load_npz(args.data)
+        X, C = _data(args)
     else:
         X, C = make_target(args.target, args.n, args.dim, seed=args.seed)
     model = GaugeFlowMatching(C, hidden=tuple(args.hidden), boundary=args.boundary, n_steps_train=args.steps,
@@ -51,8 +69,12 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_sample(args) -> int:
-    out = _target_path(args.samples, args.force)
-    model = GaugeFlowMatching.load(args.model, device=_device(args))
+    (out,) = output_paths(args, "samples.npy")
+    try:
+        model = GaugeFlowMatching.load(args.model, device=_device(args))
+    except Exception as err:
+        raise usage_error("--model", "a model.pt written by `iclr26-gfm fit`", f"{args.model.name} ({_one_line(err)})"
+                          ) from err
     start = time.perf_counter()
     S = model.sample(args.n, steps=args.steps, solver=args.solver, boundary=args.boundary)
     seconds = time.perf_counter() - start
@@ -65,8 +87,8 @@ def _cmd_sample(args) -> int:
     return 0
 
 
-def _cmd_check(args) -> int:
-    X, C = load_npz(args.data)
+def _cmd_evaluate(args) -> int:
+    X, C = _data(args)
     radius = getattr(C, "inradius", None)
     extra = f", inscribed radius {radius:.6g}" if radius is not None else ""
     print(f"{X.shape[0]} x {X.shape[1]} points; centre {np.round(C.center.numpy(), 6).tolist()}{extra}; "
@@ -93,46 +115,46 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-gfm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("fit", parents=[common_options()], help="train GFM on an embedded target or an NPZ file")
+    p = sub.add_parser("fit", parents=[common_options()],
+                       help="train GFM on an embedded target or an NPZ file: model.pt")
     p.add_argument("--target", choices=TARGETS, default="simplex-dirichlet")
-    p.add_argument("--dim", type=int, default=None)
-    p.add_argument("--n", type=int, default=20000, help="training samples of the embedded target")
-    p.add_argument("--data", default=None, help="NPZ with X and A,b (polytope) or Q,c (ellipsoid)")
-    p.add_argument("--steps", type=int, default=5000, help="Adam steps")
-    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--dim", type=positive_int, default=None)
+    p.add_argument("--n", type=positive_int, default=20000, help="training samples of the embedded target")
+    p.add_argument("--data", type=existing_file, default=None, help="NPZ with X and A,b (polytope) or Q,c (ellipsoid)")
+    p.add_argument("--steps", type=positive_int, default=5000, help="Adam steps")
+    p.add_argument("--batch-size", type=positive_int, default=512)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256, 256])
+    p.add_argument("--hidden", type=positive_int, nargs="+", default=[256, 256, 256])
     p.add_argument("--boundary", choices=BOUNDARY_MODES, default="reflect")
-    p.add_argument("--model", default="model.pt", help="where to write the model (default: model.pt)")
-    p.add_argument("--force", action="store_true", help="overwrite --model")
     p.set_defaults(handler=_cmd_fit)
 
-    p = sub.add_parser("sample", parents=[common_options()], help="sample a saved model; report feasibility")
-    p.add_argument("--model", required=True)
-    p.add_argument("-n", type=int, default=10000)
-    p.add_argument("--steps", type=int, default=100)
+    p = sub.add_parser("sample", parents=[common_options()],
+                       help="sample a saved model, report feasibility: samples.npy")
+    p.add_argument("--model", type=existing_file, required=True, help="a model.pt written by fit")
+    p.add_argument("-n", type=positive_int, default=10000)
+    p.add_argument("--steps", type=positive_int, default=100)
     p.add_argument("--solver", choices=SOLVERS, default="euler")
     p.add_argument("--boundary", choices=BOUNDARY_MODES, default=None, help="override the model's operator")
-    p.add_argument("--samples", default="samples.npy", help="where to write the samples (default: samples.npy)")
-    p.add_argument("--force", action="store_true", help="overwrite --samples")
     p.set_defaults(handler=_cmd_sample)
 
-    p = sub.add_parser("check", help="centre, inscribed radius and violation of an NPZ data file")
-    p.add_argument("--data", required=True)
-    p.set_defaults(handler=_cmd_check)
+    p = sub.add_parser("evaluate", aliases=["check"], parents=[common_options()],
+                       help="centre, inscribed radius and violation of an NPZ data file (prints; writes nothing)")
+    p.add_argument("--data", type=existing_file, required=True)
+    p.set_defaults(handler=_cmd_evaluate)
 
     add_bench_command(sub, [BENCHMARK])
+    for name in ("bench", "reproduce"):
+        sub.choices[name].set_defaults(handler=_cmd_bench)
     return parser
+
+
+def _cmd_bench(args) -> int:
+    """``bench``/``reproduce``, then the per-method rows of the result."""
+    code = run_bench_command(args, [BENCHMARK])
+    print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``iclr26-gfm``; returns the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--quick" in argv:
-        argv = [a for a in argv if a != "--quick"] + ["--scale", "quick"]
-    args = build_parser().parse_args(argv)
-    torch.set_num_threads(min(2, torch.get_num_threads()))
-    code = call_handler(args)
-    if code != 2 and args.command in ("bench", "reproduce"):
-        print_rows(result_path(args.out, BENCHMARK.name, args.scale, args.seed, _device(args)))
-    return code
+    return run(build_parser(), argv)

@@ -1,4 +1,9 @@
-"""``iclr26-perm-compress``: compress, error-scaling, lth, dataset, scaling-law, bench (and reproduce)."""
+"""``iclr26-perm-compress``: compress, error-scaling, lth, dataset, scaling-law, bench (and reproduce).
+
+Every command writes fixed file names into the ``--out`` folder: ``compress`` -> ``support.npy``,
+``weights.npy``; ``error-scaling``, ``lth``, ``dataset`` -> ``<command>.csv`` and ``<command>.png``;
+``scaling-law`` -> ``scaling_law.csv`` and ``scaling_law.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +15,16 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 
 from .bench import BENCHMARKS
 from .compressor import MomentCompressor
@@ -19,10 +33,13 @@ from .moments import tchakaloff_bound
 from .plots import plot_curves, plot_error_scaling, write_csv
 
 
-def _refuse_overwrite(paths: Sequence[pathlib.Path], force: bool) -> None:
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not force:
-        raise SystemExit(f"--out: {existing} already exist; pass --force to overwrite")
+def _load(option: str, path: pathlib.Path) -> np.ndarray:
+    """``load_objects(path)``, its errors naming ``option``."""
+    try:
+        return load_objects(path)
+    except (ValueError, TypeError, OSError, EOFError) as err:
+        raise usage_error(option, "a finite .npy, .npz or .csv array (rows = objects)",
+                          f"{str(path)!r} ({' '.join(str(err).split())})") from None
 
 
 def _device(args) -> str:
@@ -37,11 +54,9 @@ def _save_npy(path: pathlib.Path, array: np.ndarray) -> None:
 
 
 def cmd_compress(args) -> int:
-    W = load_objects(args.input)
-    weights = None if args.weights is None else np.asarray(load_objects(args.weights)).ravel()
-    prefix = pathlib.Path(args.out)
-    outs = [prefix.with_name(prefix.name + "_support.npy"), prefix.with_name(prefix.name + "_weights.npy")]
-    _refuse_overwrite(outs, args.force)
+    outs = output_paths(args, "support.npy", "weights.npy")
+    W = _load("--in", args.input)
+    weights = None if args.weights is None else _load("--weights", args.weights).ravel()
     start = time.perf_counter()
     mc = MomentCompressor(k=args.k, target_size=args.target, random_state=args.seed).fit(W, sample_weight=weights)
     seconds = time.perf_counter() - start
@@ -57,9 +72,7 @@ def cmd_compress(args) -> int:
 def cmd_error_scaling(args) -> int:
     from .experiments import error_scaling
 
-    out = pathlib.Path(args.out)
-    png = out.with_suffix(".png")
-    _refuse_overwrite([out, png], args.force)
+    out, png = output_paths(args, "error_scaling.csv", "error_scaling.png")
     res = error_scaling(args.m, args.k, args.d, ratio=args.ratio, trials=args.trials, seed=args.seed,
                         progress=lambda it, **kw: progress(it, quiet=args.quiet, **kw))
     write_csv(out, res["records"])
@@ -75,11 +88,8 @@ def _curve_rows(curves: dict) -> list[dict]:
             for name, curve in curves.items() for step, value in curve]
 
 
-def _write_curves(args, curves: dict, title: str) -> None:
-    """Writes the curves as CSV at ``--out`` and as a PNG beside it (refusing to overwrite without ``--force``)."""
-    out = pathlib.Path(args.out)
-    png = out.with_suffix(".png")
-    _refuse_overwrite([out, png], args.force)
+def _write_curves(out: pathlib.Path, png: pathlib.Path, curves: dict, title: str) -> None:
+    """Writes the curves as CSV at ``out`` and as a PNG at ``png``."""
     write_csv(out, _curve_rows(curves))
     plot_curves(curves, png, title)
     print(f"  -> {out}\n  -> {png}")
@@ -88,7 +98,7 @@ def _write_curves(args, curves: dict, title: str) -> None:
 def cmd_lth(args) -> int:
     from .experiments import lth_experiment
 
-    _refuse_overwrite([pathlib.Path(args.out), pathlib.Path(args.out).with_suffix(".png")], args.force)
+    outs = output_paths(args, "lth.csv", "lth.png")
     res = lth_experiment(width=args.width, target_width=args.target, k=args.k, n_train=args.n_train,
                          epochs=args.epochs, optimizer=args.optimizer, lr=args.lr, log_every=args.log_every,
                          seed=args.seed, device=_device(args))
@@ -96,67 +106,66 @@ def cmd_lth(args) -> int:
         print(f"{name:16s} width {res['widths'][name]:6d}  deviation {res['deviation'][name]:.4f}  "
               f"init RMSE to full {res['initial_rmse_to_full'][name]:.4f}  "
               f"final test MSE {res['curves'][name][-1][1]:.5f}")
-    _write_curves(args, res["curves"], f"dynamical LTH ({args.optimizer})")
+    _write_curves(*outs, res["curves"], f"dynamical LTH ({args.optimizer})")
     return 0
 
 
 def cmd_dataset(args) -> int:
     from .experiments import dataset_experiment
 
-    _refuse_overwrite([pathlib.Path(args.out), pathlib.Path(args.out).with_suffix(".png")], args.force)
+    outs = output_paths(args, "dataset.csv", "dataset.png")
     res = dataset_experiment(d=args.d, target_size=args.target, k=args.k, steps=args.steps, lr=args.lr,
                              seed=args.seed, device=_device(args))
     for name, value in res["final"].items():
         print(f"{name:12s} {res['sizes'][name]:6d} points  final test MSE {value:.5f}")
-    _write_curves(args, res["curves"], f"dataset compression (d = {args.d} -> {args.target})")
+    _write_curves(*outs, res["curves"], f"dataset compression (d = {args.d} -> {args.target})")
     return 0
 
 
 def cmd_scaling_law(args) -> int:
     from .experiments import scaling_law_experiment
 
-    out = pathlib.Path(args.out)
-    _refuse_overwrite([out, out.with_suffix(".json")], args.force)
+    out, fitted = output_paths(args, "scaling_law.csv", "scaling_law.json")
     res = scaling_law_experiment(ds=args.d, k=args.k, steps=args.steps, seed=args.seed, device=_device(args))
     write_csv(out, res["records"])
-    with atomic_path(out.with_suffix(".json")) as tmp:
+    with atomic_path(fitted) as tmp:
         tmp.write_text(json.dumps({k: v for k, v in res.items() if k != "records"}, indent=2) + "\n", encoding="utf-8")
     print(f"alpha(full) = {res['alpha_full']:.3f}, alpha(compressed, d' = 16 sqrt d) = {res['alpha_compressed']:.3f}, "
           f"ratio {res['ratio']:.2f} (paper: about 2)")
-    print(f"  -> {out}")
+    print(f"  -> {out}\n  -> {fitted}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``iclr26-perm-compress``."""
     parser = Parser(prog="iclr26-perm-compress",
-                                     description="Moment-matching compression of permutation-invariant functions.")
+                    description="Moment-matching compression of permutation-invariant functions.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def command(name: str, text: str, out_help: str, handler) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common_options()], conflict_handler="resolve", help=text, description=text)
-        p.add_argument("--out", required=True, help=out_help)
-        p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    def command(name: str, text: str, handler) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common_options()], help=text, description=text)
         p.set_defaults(handler=handler)
         return p
 
-    p = command("compress", "compress an array of objects (rows) by moment matching",
-                "prefix: writes PREFIX_support.npy and PREFIX_weights.npy", cmd_compress)
-    p.add_argument("--in", dest="input", required=True, help=".npy, .npz or .csv array of shape (d, m)")
-    p.add_argument("--weights", default=None, help="optional initial weights (d,) as .npy/.npz/.csv")
+    p = command("compress", "compress an array of objects (rows) by moment matching; "
+                "writes support.npy (kept row indices) and weights.npy", cmd_compress)
+    p.add_argument("--in", dest="input", type=existing_file, required=True,
+                   help=".npy, .npz or .csv array of shape (d, m)")
+    p.add_argument("--weights", type=existing_file, default=None,
+                   help="optional initial weights (d,) as .npy/.npz/.csv")
     p.add_argument("--k", type=int, default=5, help="order of the matched moments (default 5)")
     p.add_argument("--target", type=int, default=None, help="support size d' (default: the Tchakaloff bound)")
 
-    p = command("error-scaling", "compression error of the sigmoid benchmark vs d (Fig. 2)",
-                "CSV file (a PNG is written beside it)", cmd_error_scaling)
+    p = command("error-scaling", "compression error of the sigmoid benchmark vs d (Fig. 2); "
+                "writes error_scaling.csv and error_scaling.png", cmd_error_scaling)
     p.add_argument("--m", type=int, nargs="+", default=[2])
     p.add_argument("--k", type=int, nargs="+", default=[2, 4])
     p.add_argument("--d", type=int, nargs="+", default=[2000, 4000, 8000, 16000])
     p.add_argument("--ratio", type=float, default=0.1)
     p.add_argument("--trials", type=int, default=5)
 
-    p = command("lth", "dynamical lottery ticket: full vs compressed vs random sub-network (Fig. 4)",
-                "CSV of the test-MSE curves (a PNG is written beside it)", cmd_lth)
+    p = command("lth", "dynamical lottery ticket: full vs compressed vs random sub-network (Fig. 4); "
+                "writes lth.csv (test-MSE curves) and lth.png", cmd_lth)
     p.add_argument("--width", type=int, default=4000)
     p.add_argument("--target", type=int, default=400)
     p.add_argument("--k", type=int, default=4)
@@ -166,16 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", default="adam", choices=["sgd", "adam", "adamw", "rmsprop", "rprop", "adamax"])
     p.add_argument("--lr", type=float, default=1e-3)
 
-    p = command("dataset", "dataset compression: full vs compressed vs random subset (Fig. 3)",
-                "CSV of the test-MSE curves (a PNG is written beside it)", cmd_dataset)
+    p = command("dataset", "dataset compression: full vs compressed vs random subset (Fig. 3); "
+                "writes dataset.csv (test-MSE curves) and dataset.png", cmd_dataset)
     p.add_argument("--d", type=int, default=5000)
     p.add_argument("--target", type=int, default=500)
     p.add_argument("--k", type=int, default=4)
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--lr", type=float, default=1e-2)
 
-    p = command("scaling-law", "scaling exponent with d' = 16 sqrt(d) dataset compression (Fig. 5)",
-                "CSV of the sweep (a JSON of the fitted exponents beside it)", cmd_scaling_law)
+    p = command("scaling-law", "scaling exponent with d' = 16 sqrt(d) dataset compression (Fig. 5); "
+                "writes scaling_law.csv (the sweep) and scaling_law.json (fitted exponents)", cmd_scaling_law)
     p.add_argument("--d", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
     p.add_argument("--k", type=int, default=6)
     p.add_argument("--steps", type=int, default=400)
@@ -186,8 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""``iclr26-pubench``: datasets, methods, split, fit, sweep, report, bench (a thin layer over the API)."""
+"""``iclr26-pubench``: datasets, methods, split, fit, sweep, report, bench (a thin layer over the API).
+
+Files land in the ``--out`` folder under fixed names: ``split --save`` -> ``split.npz``, ``fit`` -> ``fit.json``,
+``sweep`` -> ``results.jsonl`` (+ ``results.timing.jsonl``), ``report`` -> ``report.md`` and its figures.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,14 +13,23 @@ from collections.abc import Sequence
 
 import numpy as np
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 
 from .bench import PUBENCH
 from .data import CASE_CONTROL_MODES, LABELINGS, SCHEMES, make_benchmark_splits
 from .datasets import dataset_names, list_datasets
 from .methods import REGISTRY
-from .report import write_report
-from .sweep import BACKENDS, PRESETS, RunSpec, expand_grid, read_jsonl, run_one, run_sweep
+from .report import aggregate, write_report
+from .sweep import BACKENDS, PRESETS, RunSpec, expand_grid, read_jsonl, run_one, run_sweep, timing_path
 
 
 def _table(rows: list[list], header: list[str]) -> str:
@@ -43,6 +56,7 @@ def _methods(args) -> int:
 
 
 def _split(args) -> int:
+    saved = output_paths(args, "split.npz") if args.save else []
     train, val, test = make_benchmark_splits(args.dataset, args.c, args.scheme, args.labeling, args.seed,
                                              data_dir=args.data_root, case_control_mode=args.case_control_mode)
     meta = train.meta
@@ -53,10 +67,7 @@ def _split(args) -> int:
         rows += [["mean p-hat of L", f"{meta['mean_phat_labeled']:.4f}"],
                  ["mean p-hat of all positives", f"{meta['mean_phat_positives']:.4f}"]]
     print(_table(rows, ["statistic", "value"]))
-    if args.save:
-        path = pathlib.Path(args.save)
-        if path.exists() and not args.force:
-            raise SystemExit(f"--save: {str(path)!r} exists; pass --force to overwrite it")
+    for path in saved:
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, X=train.X, s=train.s, y=train.y, source_index=train.source_index,
                      meta=json.dumps(train.meta))
@@ -65,12 +76,13 @@ def _split(args) -> int:
 
 
 def _fit(args) -> int:
+    (out,) = output_paths(args, "fit.json")
     params = () if args.epochs is None else (("epochs", args.epochs),)
     device = "cpu" if args.device == "auto" else args.device
     spec = RunSpec(args.dataset, args.method, args.c, args.scheme, args.labeling, args.seed, params, device=device)
     rec = run_one(spec, args.data_root)
     if rec["status"] != "ok":
-        raise SystemExit(f"fit failed: {rec['error']}")
+        raise RuntimeError(f"fit: {args.method} on {args.dataset} failed: {rec['error']}")
     if args.json:
         print(json.dumps(rec, indent=2, sort_keys=True))
     else:
@@ -80,7 +92,6 @@ def _fit(args) -> int:
         rows.append(["fit_time (s)", f"{rec['timing']['fit_time']:.2f}"])
         print(f"{args.method} on {args.dataset} ({spec.setting}, seed {args.seed})")
         print(_table(rows, ["metric", "value"]))
-    out = pathlib.Path(args.out) / f"fit__{spec.key()[:12]}.json"
     write_json_atomic(out, rec)
     print(f"-> {out}")
     return 0
@@ -95,6 +106,9 @@ def _sweep(args) -> int:
         for s in specs[:5]:
             print(f"  {s.key()[:12]}  {s.dataset} {s.method} {s.setting} seed {s.seed}")
         return 0
+    jsonl = pathlib.Path(args.out) / "results.jsonl"
+    if not args.resume:  # --resume appends to an existing results.jsonl; otherwise it is refused without --force
+        output_paths(args, jsonl.name, timing_path(jsonl).name)
     bar = progress(range(len(specs)), total=len(specs), desc="runs", quiet=args.quiet)
     ticker = iter(bar)
 
@@ -106,22 +120,34 @@ def _sweep(args) -> int:
         print(f"{rec['status']:6s} {rec['dataset']} {rec['method']} {rec['setting']} seed {rec['seed']} "
               f"F1 {'-' if f1 is None else f'{f1:.3f}'}")
 
-    records = run_sweep(specs, backend=args.backend, n_jobs=args.n_jobs, out=args.out_jsonl,
-                        resume=not args.force, overwrite=args.force, data_dir=args.data_root, on_result=show)
+    records = run_sweep(specs, backend=args.backend, n_jobs=args.n_jobs, out=jsonl, resume=args.resume,
+                        overwrite=args.force, data_dir=args.data_root, on_result=show)
     failed = sum(r["status"] != "ok" for r in records)
-    print(f"{len(records)} runs in {args.out_jsonl} ({failed} failed)")
+    print(f"{len(records)} runs in {jsonl} ({failed} failed)")
     return 1 if failed else 0
 
 
+def _read_records(path: pathlib.Path) -> list[dict]:
+    """The sweep records in the JSONL file ``path`` (the ``results`` argument)."""
+    expected = "a sweep results JSONL (one record with a 'key' per line)"
+    try:
+        records = read_jsonl(path)
+    except (ValueError, OSError) as err:
+        raise usage_error("results", expected, f"{str(path)!r} ({type(err).__name__})") from None
+    if not records or not all(isinstance(r, dict) and "key" in r for r in records):
+        raise usage_error("results", expected, f"{str(path)!r} ({len(records)} readable records)")
+    return records
+
+
 def _report(args) -> int:
-    records = read_jsonl(args.results)
-    if not records:
-        raise SystemExit(f"results: no records in {args.results!r}")
-    times = {r["key"]: r for r in read_jsonl(pathlib.Path(args.results).with_name(
-        pathlib.Path(args.results).stem + ".timing.jsonl"))}
+    records = _read_records(args.results)
+    names = [f for d in sorted(aggregate(records, args.metric))
+             for f in (f"landscape_{d}_{args.metric}.png", f"{args.metric}_vs_c_{d}.png")]
+    output_paths(args, "report.md", *names)
+    times = {r["key"]: r for r in read_jsonl(timing_path(args.results))}
     for r in records:
         r["timing"] = times.get(r["key"], {})
-    md, figures = write_report(records, args.out, args.metric, force=args.force)
+    md, figures = write_report(records, args.out, args.metric, force=True)
     print(md.read_text(encoding="utf-8"))
     print(f"-> {md} ({len(figures)} figures)")
     return 0
@@ -130,8 +156,9 @@ def _report(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-pubench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("datasets", help="list datasets (embedded and local)").set_defaults(handler=_datasets)
-    sub.add_parser("methods", help="list the PU methods").set_defaults(handler=_methods)
+    sub.add_parser("datasets", parents=[common_options()],
+                   help="list datasets (embedded and local)").set_defaults(handler=_datasets)
+    sub.add_parser("methods", parents=[common_options()], help="list the PU methods").set_defaults(handler=_methods)
 
     def pu_options(p):
         p.add_argument("--dataset", default="digits", choices=dataset_names())
@@ -142,16 +169,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("split", parents=[common_options()], help="build a PU split and print its statistics")
     pu_options(p)
     p.add_argument("--case-control-mode", default="full_u", choices=CASE_CONTROL_MODES)
-    p.add_argument("--save", default=None, help="write the training split to this .npz")
-    p.add_argument("--force", action="store_true", help="overwrite --save if it exists")
+    p.add_argument("--save", action="store_true", help="also write the training split to split.npz in --out")
     p.set_defaults(handler=_split)
-    p = sub.add_parser("fit", parents=[common_options()], help="train one method and evaluate it")
+    p = sub.add_parser("fit", parents=[common_options()], help="train one method and evaluate it; writes fit.json")
     pu_options(p)
     p.add_argument("--method", default="nnpu", choices=list(REGISTRY))
     p.add_argument("--epochs", type=int, default=None, help="override the CPU budget's epochs")
     p.add_argument("--json", action="store_true", help="print the full record as JSON")
     p.set_defaults(handler=_fit)
-    p = sub.add_parser("sweep", parents=[common_options()], help="run a grid of runs into a resumable JSONL")
+    p = sub.add_parser("sweep", parents=[common_options()],
+                       help="run a grid of runs into results.jsonl (+ results.timing.jsonl) in --out")
     p.add_argument("--preset", default="cpu_smoke", choices=list(PRESETS))
     p.add_argument("--datasets", nargs="+", default=["digits"])
     p.add_argument("--methods", nargs="+", default=["nnpu", "upu", "naive"])
@@ -159,15 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", default="cpu", choices=["cpu", "paper", "smoke"])
     p.add_argument("--backend", default="joblib", choices=BACKENDS)
     p.add_argument("--n-jobs", type=int, default=2)
-    p.add_argument("--out-jsonl", default="results.jsonl", help="results file (resumed when it exists)")
-    p.add_argument("--force", action="store_true", help="discard an existing results file and start over")
+    p.add_argument("--resume", action="store_true", help="continue an existing results.jsonl (skip finished runs)")
     p.add_argument("--dry-run", action="store_true", help="print the number of runs and the first keys")
     p.set_defaults(handler=_sweep)
-    p = sub.add_parser("report", help="tables and landscape plots from a results JSONL")
-    p.add_argument("results")
+    p = sub.add_parser("report", parents=[common_options()],
+                       help="report.md (ranked tables) and landscape plots in --out from a results JSONL")
+    p.add_argument("results", type=existing_file, help="results.jsonl written by sweep")
     p.add_argument("--metric", default="f1", choices=["f1", "accuracy", "auc", "precision", "recall"])
-    p.add_argument("--out", default="report", help="folder for report.md and the figures")
-    p.add_argument("--force", action="store_true", help="overwrite an existing report.md")
     p.set_defaults(handler=_report)
     add_bench_command(sub, [PUBENCH])
     return parser
@@ -175,8 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""``iclr26-relu-geometry``: data, train, sharpness, diagnose, the three sweeps, and ``bench``/``reproduce``."""
+"""``iclr26-relu-geometry``: generate, fit, evaluate, diagnose, the three sweeps, perf and ``bench``/``reproduce``.
+
+Every command writes fixed file names into the ``--out`` folder: ``generate`` -> ``X.npy``, ``fit`` ->
+``run.json``, ``diagnose`` -> ``diagnose.json`` and ``diagnose.png``, the sweeps -> ``<sweep>.csv``,
+``summary.json`` and their plots, ``perf`` -> ``perf.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +17,16 @@ from dataclasses import asdict, fields
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options, progress
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 
 from .activations import activation_report
@@ -32,15 +46,6 @@ from .regularity import shatter_curve
 from .sharpness import sharpness
 
 
-def _target(out: str, default_name: str, force: bool) -> pathlib.Path:
-    """``--out`` names a file when it has a suffix, else a folder holding ``default_name``; refuses to overwrite."""
-    p = pathlib.Path(out)
-    path = p if p.suffix else p / default_name
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
-    return path
-
-
 def _floats(text: str) -> tuple[float, ...]:
     return tuple(0.0 if t == "sphere" else float(t) for t in text.split(","))
 
@@ -57,7 +62,6 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", type=int, default=1, help="intrinsic dimension of each ball (family mixture)")
     p.add_argument("--J", type=int, default=20, help="number of balls (mixture, lines)")
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
@@ -68,8 +72,11 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-test", type=int, default=2000)
 
 
-def cmd_data(args) -> int:
-    path = _target(args.out, "X.npy", args.force)
+def cmd_generate(args) -> int:
+    if args.family == "digits":
+        raise usage_error("--family", "a generated family (beta, mixture, lines, gaussian_shell)",
+                          "'digits' (a real data set: use digits_dataset() in Python)")
+    (path,) = output_paths(args, "X.npy")
     rng = np.random.default_rng(args.seed)
     if args.family == "beta":
         X = beta_radial(args.n, args.d, args.alpha, rng, as_numpy=True)
@@ -77,18 +84,16 @@ def cmd_data(args) -> int:
         X = ball_mixture(args.n, args.d, args.m, args.J, rng=rng, as_numpy=True)
     elif args.family == "lines":
         X = lines(args.n, args.d, args.J, rng=rng, as_numpy=True)
-    elif args.family == "gaussian_shell":
-        X = gaussian_shell(args.n, args.d, rng=rng, as_numpy=True)
     else:
-        raise SystemExit("--family digits: use the Python API digits_dataset(); data writes generated families")
+        X = gaussian_shell(args.n, args.d, rng=rng, as_numpy=True)
     with atomic_path(path) as tmp:
         np.save(tmp, X)
     print(f"{args.family}: X {X.shape}, max ‖x‖ {np.linalg.norm(X, axis=1).max():.4f} -> {path}")
     return 0
 
 
-def cmd_train(args) -> int:
-    path = _target(args.out, "run.json", args.force)
+def cmd_fit(args) -> int:
+    (path,) = output_paths(args, "run.json")
     device = resolve_device(args.device)
     config = RunConfig(family=args.family, alpha=args.alpha, d=args.d, m=args.m, J=args.J, n=args.n,
                        n_test=args.n_test, width=args.width, eta=args.eta, steps=args.steps, noise=args.noise,
@@ -102,20 +107,22 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _load_run(path: str, device):
-    p = pathlib.Path(path)
-    if not p.is_file():
-        raise SystemExit(f"--run: no run file at {p} (write one with: iclr26-relu-geometry train --out run.json)")
-    run = json.loads(p.read_text(encoding="utf-8"))
+def _load_run(path: pathlib.Path, device):
+    """The config, model and training data of the ``run.json`` given to ``--run``."""
     names = {f.name for f in fields(RunConfig)}
-    config = RunConfig(**{k: v for k, v in run["config"].items() if k in names})
-    X, y = make_data(config, device)[:2]
-    model = TwoLayerReLU(X.shape[1], config.width)
-    model.load_state_dict({k: torch.tensor(v) for k, v in run["state"].items()})
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        config = RunConfig(**{k: v for k, v in saved["config"].items() if k in names})
+        X, y = make_data(config, device)[:2]
+        model = TwoLayerReLU(X.shape[1], config.width)
+        model.load_state_dict({k: torch.tensor(v) for k, v in saved["state"].items()})
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError) as err:
+        raise usage_error("--run", "a run.json written by 'iclr26-relu-geometry fit'",
+                          f"{str(path)!r} ({type(err).__name__})") from None
     return config, model.to(device), X, y
 
 
-def cmd_sharpness(args) -> int:
+def cmd_evaluate(args) -> int:
     device = resolve_device(args.device)
     config, model, X, y = _load_run(args.run, device)
     lam = sharpness(model, X, y, iters=args.iters, method=args.method, loss_scale=config.loss_scale)
@@ -124,12 +131,8 @@ def cmd_sharpness(args) -> int:
 
 
 def cmd_diagnose(args) -> int:
+    png, js = output_paths(args, "diagnose.png", "diagnose.json")
     device = resolve_device(args.device)
-    out = pathlib.Path(args.out)
-    png, js = out / "diagnose.png", out / "diagnose.json"
-    for p in (png, js):
-        if p.exists() and not args.force:
-            raise SystemExit(f"{p} exists; pass --force to overwrite it")
     config, model, X, _ = _load_run(args.run, device)
     report = activation_report(model, X)
     curve = shatter_curve(X, rng=args.seed)
@@ -156,11 +159,11 @@ def _write_sweep(out: pathlib.Path, name: str, result: dict, figures: list[pathl
     print(f"-> {out / f'{name}.csv'}, {out / 'summary.json'}")
 
 
-def _sweep_out(args, name: str) -> pathlib.Path:
-    out = pathlib.Path(args.out)
-    if (out / f"{name}.csv").exists() and not args.force:
-        raise SystemExit(f"{out / f'{name}.csv'} exists; pass --force to overwrite it")
-    return out
+def _sweep_out(args, name: str, *figures: str) -> pathlib.Path:
+    """The ``--out`` folder, refused when the sweep's CSV, ``summary.json`` or a figure exists without ``--force``."""
+    ns = getattr(args, "ns", ())
+    output_paths(args, f"{name}.csv", "summary.json", *figures, *(["gap_vs_n.png"] if len(set(ns)) >= 3 else []))
+    return pathlib.Path(args.out)
 
 
 def _train_kwargs(args) -> dict:
@@ -170,7 +173,7 @@ def _train_kwargs(args) -> dict:
 
 
 def cmd_sweep_alpha(args) -> int:
-    out = _sweep_out(args, "sweep_alpha")
+    out = _sweep_out(args, "sweep_alpha", "gap_vs_alpha.png")
     res = run_alpha_sweep(d=args.d, alphas=args.alphas, ns=args.ns, n_test=args.n_test, **_train_kwargs(args))
     figs = [plot_gap_vs_alpha(res["rows"], max(args.ns), out / "gap_vs_alpha.png")]
     _finish_sweep(args, out, "sweep_alpha", "alpha", res, figs)
@@ -178,7 +181,7 @@ def cmd_sweep_alpha(args) -> int:
 
 
 def cmd_sweep_intrinsic(args) -> int:
-    out = _sweep_out(args, "sweep_intrinsic")
+    out = _sweep_out(args, "sweep_intrinsic", "gap_vs_d.png")
     res = run_intrinsic_sweep(m=args.m, J=args.J, ds=args.ds, ns=args.ns, n_test=args.n_test, **_train_kwargs(args))
     figs = [plot_gap_vs_d(res["rows"], max(args.ns), out / "gap_vs_d.png")]
     _finish_sweep(args, out, "sweep_intrinsic", "geometry", res, figs)
@@ -204,7 +207,7 @@ def cmd_real_vs_gaussian(args) -> int:
 def cmd_perf(args) -> int:
     from .perf import measure_performance
 
-    path = _target(args.out, "perf.json", args.force)
+    (path,) = output_paths(args, "perf.json")
     res = measure_performance(resolve_device(args.device), steps=args.steps)
     write_json_atomic(path, res)
     print("\n".join(f"{k}: {v:.4g}" for k, v in res.items()) + f"\n-> {path}")
@@ -216,25 +219,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
-    p = sub.add_parser("data", parents=[common], help="sample a data family to .npy")
+    p = sub.add_parser("generate", aliases=["data"], parents=[common], help="sample a data family; writes X.npy")
     _config_args(p)
-    p.set_defaults(handler=cmd_data)
+    p.set_defaults(handler=cmd_generate)
 
-    p = sub.add_parser("train", parents=[common], help="one full-batch GD run; writes run.json")
+    p = sub.add_parser("fit", aliases=["train"], parents=[common], help="one full-batch GD run; writes run.json")
     _config_args(p)
     _train_args(p)
     p.add_argument("--sharpness-every", type=int, default=500)
-    p.set_defaults(handler=cmd_train)
+    p.set_defaults(handler=cmd_fit)
 
-    p = sub.add_parser("sharpness", parents=[common], help="λ_max of a trained run's Hessian")
-    p.add_argument("--run", required=True)
+    p = sub.add_parser("evaluate", aliases=["sharpness"], parents=[common],
+                       help="λ_max of a fitted run's Hessian against 2/η (prints; writes nothing)")
+    p.add_argument("--run", type=existing_file, required=True, help="run.json written by fit")
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--method", choices=("power", "lanczos"), default="power")
-    p.set_defaults(handler=cmd_sharpness)
+    p.set_defaults(handler=cmd_evaluate)
 
-    p = sub.add_parser("diagnose", parents=[common], help="activation report and shatter curve of a run")
-    p.add_argument("--run", required=True)
-    p.add_argument("--force", action="store_true")
+    p = sub.add_parser("diagnose", parents=[common],
+                       help="activation report and shatter curve of a run; writes diagnose.json, diagnose.png")
+    p.add_argument("--run", type=existing_file, required=True, help="run.json written by fit")
     p.set_defaults(handler=cmd_diagnose)
 
     for name, handler in (("sweep-alpha", cmd_sweep_alpha), ("sweep-intrinsic", cmd_sweep_intrinsic),
@@ -242,7 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=f"{name}: CSV, log-log plots with slopes, summary.json")
         _train_args(p)
         p.add_argument("--seeds", type=_ints, default=(0,))
-        p.add_argument("--force", action="store_true")
         p.set_defaults(handler=handler)
         if name == "sweep-alpha":
             p.add_argument("--d", type=int, default=5)
@@ -256,9 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--n", type=int, default=1000)
 
-    p = sub.add_parser("perf", parents=[common], help="time train_gd, sharpness and depth (pyhessian as anchor)")
+    p = sub.add_parser("perf", parents=[common],
+                       help="time train_gd, sharpness and depth (pyhessian as anchor); writes perf.json")
     p.add_argument("--steps", type=int, default=4000)
-    p.add_argument("--force", action="store_true")
     p.set_defaults(handler=cmd_perf)
 
     add_bench_command(sub, [BENCHMARK])
@@ -266,10 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "device", "auto") in ("auto", "cpu") and not torch.cuda.is_available():
-        torch.set_num_threads(1)
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""``iclr26-smsn``: phantom, train, eval, predict, bench (a thin layer over the public API)."""
+"""``iclr26-smsn``: generate, fit, evaluate, predict, bench (a thin layer over the public API).
+
+Every command writes fixed file names into the ``--out`` folder: ``generate`` -> ``phantom.npz`` (and
+``case<i>.png`` with ``--png``), ``fit`` -> ``model.pt``, ``evaluate`` -> ``evaluation.json``, ``predict`` ->
+``seg.nii.gz``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +16,17 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path, result_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_dir,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
@@ -20,15 +35,11 @@ from .metrics import REGIONS, evaluate_subsets
 from .models import build_model
 from .train import fit
 
-
-def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+N_PNG = 4  # cases drawn by ``generate --png``
 
 
-def _phantom(args) -> int:
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
+def _generate(args) -> int:
+    out, *pngs = output_paths(args, "phantom.npz", *(f"case{i}.png" for i in range(min(args.n, N_PNG) * args.png)))
     p = make_phantom(args.n, args.size, seed=args.seed, return_clean=True)
     with atomic_path(out) as tmp, open(tmp, "wb") as fh:
         np.savez_compressed(fh, images=p.images, labels=p.labels, clean=p.clean)
@@ -39,22 +50,20 @@ def _phantom(args) -> int:
             means = [p.images[:, c][sel].mean() for c in range(4)]
             print(f"{name:<14}" + "".join(f"{v:8.2f}" for v in means))
     print(f"wrote {out} (images {p.images.shape}, labels {p.labels.shape}); means are of z-scored images")
-    if args.png:
+    if pngs:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        folder = pathlib.Path(args.png)
-        folder.mkdir(parents=True, exist_ok=True)
-        for i in range(min(len(p), 4)):
+        for i, png in enumerate(pngs):
             fig, axes = plt.subplots(1, 5, figsize=(10, 2.2))
             for ax, img, title in zip(axes, [*p.images[i], p.labels[i]], [*DISPLAY_NAMES, "labels"]):
                 ax.imshow(img, cmap="gray" if title != "labels" else "viridis")
                 ax.set_title(title)
                 ax.axis("off")
-            with atomic_path(folder / f"case{i}.png") as tmp:
-                fig.savefig(tmp, dpi=80)
+            with atomic_path(png) as tmp:
+                fig.savefig(tmp, dpi=80, format="png")
             plt.close(fig)
     return 0
 
@@ -63,25 +72,25 @@ def _train_data(args):
     if args.data == "brats":
         from .data import load_brats_folder
 
-        if not args.root:
-            raise SystemExit("--root: the BraTS folder is required with --data brats")
-        cases = list(load_brats_folder(args.root))
+        if args.data_root is None:
+            raise usage_error("--data-root", "the BraTS folder (one sub-folder per case) with --data brats", "none")
+        cases = list(load_brats_folder(args.data_root))
         imgs = np.concatenate([c.images for c in cases])
         labs = np.concatenate([c.labels for c in cases])
         return PhantomDataset(imgs, labs)
     return PhantomDataset.from_phantom(make_phantom(args.n_train, args.size, seed=args.seed))
 
 
-def _train(args) -> int:
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
+def _fit(args) -> int:
+    (out,) = output_paths(args, "model.pt")
     device = resolve_device(args.device)
     train_set = _train_data(args)
     widths = tuple(args.widths)
     model = build_model(args.model, widths=widths).to(device)
 
     def show(epoch, terms):
-        print(f"epoch {epoch}: " + " ".join(f"{k}={v:.4f}" for k, v in terms.items()), flush=True)
+        if not args.quiet:
+            print(f"epoch {epoch}: " + " ".join(f"{k}={v:.4f}" for k, v in terms.items()), flush=True)
 
     hist = fit(model, train_set, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                device=device, steps=args.steps, callback=show)
@@ -93,14 +102,20 @@ def _train(args) -> int:
     return 0
 
 
-def _load(path: str, device):
-    ckpt = torch.load(path, map_location=device, weights_only=False)
-    model = build_model(ckpt["model"], widths=tuple(ckpt["widths"])).to(device)
-    model.load_state_dict(ckpt["state_dict"])
+def _load(path: pathlib.Path, device):
+    """The model (eval mode) and checkpoint dict of the ``--ckpt`` file written by ``fit``."""
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+        model = build_model(ckpt["model"], widths=tuple(ckpt["widths"])).to(device)
+        model.load_state_dict(ckpt["state_dict"])
+    except Exception as err:  # a damaged file can fail anywhere in the (weights-only) unpickler
+        raise usage_error("--ckpt", "a checkpoint written by 'iclr26-smsn fit'",
+                          f"{str(path)!r} ({type(err).__name__})") from None
     return model.eval(), ckpt
 
 
-def _eval(args) -> int:
+def _evaluate(args) -> int:
+    (path,) = output_paths(args, "evaluation.json")
     device = resolve_device(args.device)
     model, ckpt = _load(args.ckpt, device)
     size = args.size or ckpt["size"]
@@ -111,19 +126,19 @@ def _eval(args) -> int:
         print(f"{name:<22}" + "".join(f"{v:7.3f}" for v in row))
     print(f"{'mean':<22}" + "".join(f"{ev['mean'][r]:7.3f}" for r in REGIONS))
     print(f"overall {ev['overall']:.4f}  hard (<=2 modalities) {ev['hard']:.4f}")
-    if args.json:
-        path = pathlib.Path(args.json)
-        _refuse_overwrite(path, args.force)
-        write_json_atomic(path, {k: v for k, v in ev.items() if k != "per_sample"})
+    write_json_atomic(path, {k: v for k, v in ev.items() if k != "per_sample"})
+    print(f"-> {path}")
     return 0
 
 
 def _predict(args) -> int:
     from .data import MODALITIES, _nibabel, read_case
 
-    nib = _nibabel()
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
+    (out,) = output_paths(args, "seg.nii.gz")
+    try:
+        nib = _nibabel()
+    except ImportError:
+        raise usage_error("predict", "nibabel installed (pip install 'iclr26-smsn[nifti]')", "no nibabel") from None
     device = resolve_device(args.device)
     model, _ = _load(args.ckpt, device)
     case = read_case(args.case)
@@ -136,7 +151,8 @@ def _predict(args) -> int:
     vol = torch.from_numpy(np.pad(case.images, pad)).permute(3, 0, 1, 2).to(device)  # (D, 4, H', W')
     mask = torch.as_tensor(case.available, device=device).expand(len(vol), -1)
     with torch.no_grad():
-        pred = torch.cat([model(vol[i : i + 16], mask[i : i + 16]).logits.argmax(1) for i in range(0, len(vol), 16)])
+        pred = torch.cat([model(vol[i : i + 16], mask[i : i + 16]).logits.argmax(1)
+                          for i in progress(range(0, len(vol), 16), desc="slices", quiet=args.quiet)])
     seg = pred.permute(1, 2, 0).cpu().numpy()[:h, :w]
     seg = np.where(seg == 3, 4, seg).astype(np.uint8)
     with atomic_path(out) as tmp:
@@ -150,18 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-smsn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("phantom", parents=[common_options()],
-                       help="generate phantom cases and print the contrast table")
+    p = sub.add_parser("generate", aliases=["phantom"], parents=[common_options()],
+                       help="generate phantom cases, print the contrast table; writes phantom.npz")
     p.add_argument("--n", type=int, default=8)
     p.add_argument("--size", type=int, default=64)
-    p.add_argument("--png", default=None, help="folder for a PNG per case (first 4)")
-    p.add_argument("--force", action="store_true")
-    p.set_defaults(handler=_phantom, out="phantom.npz")
+    p.add_argument("--png", action="store_true", help=f"also write case<i>.png for the first {N_PNG} cases")
+    p.set_defaults(handler=_generate)
 
-    t = sub.add_parser("train", parents=[common_options()], help="train SMSN or a parallel baseline")
+    t = sub.add_parser("fit", aliases=["train"], parents=[common_options()],
+                       help="train SMSN or a parallel baseline; writes model.pt")
     t.add_argument("--model", choices=("smsn", "mean", "concat", "max", "attention"), default="smsn")
-    t.add_argument("--data", choices=("phantom", "brats"), default="phantom")
-    t.add_argument("--root", default=None, help="BraTS folder (with --data brats)")
+    t.add_argument("--data", choices=("phantom", "brats"), default="phantom",
+                   help="brats: the case folders under --data-root")
     t.add_argument("--n-train", type=int, default=600)
     t.add_argument("--size", type=int, default=64)
     t.add_argument("--epochs", type=int, default=8)
@@ -169,34 +185,37 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--widths", type=int, nargs="+", default=[8, 16, 32, 64])
-    t.add_argument("--force", action="store_true")
-    t.set_defaults(handler=_train, out="model.pt")
+    t.set_defaults(handler=_fit)
 
-    e = sub.add_parser("eval", parents=[common_options()], help="15-subset Dice table of a checkpoint on test phantoms")
-    e.add_argument("--ckpt", required=True)
+    e = sub.add_parser("evaluate", aliases=["eval"], parents=[common_options()],
+                       help="15-subset Dice table of a checkpoint on test phantoms; writes evaluation.json")
+    e.add_argument("--ckpt", type=existing_file, required=True, help="model.pt written by fit")
     e.add_argument("--n-test", type=int, default=200)
     e.add_argument("--size", type=int, default=None, help="default: the training size")
     e.add_argument("--tta", type=int, default=1, help="average over K random modality orders")
-    e.add_argument("--json", default=None)
-    e.add_argument("--force", action="store_true")
-    e.set_defaults(handler=_eval)
+    e.set_defaults(handler=_evaluate)
 
-    r = sub.add_parser("predict", parents=[common_options()], help="segment one NIfTI case folder (needs nibabel)")
-    r.add_argument("--ckpt", required=True)
-    r.add_argument("--case", required=True)
-    r.add_argument("--force", action="store_true")
-    r.set_defaults(handler=_predict, out="seg.nii.gz")
+    r = sub.add_parser("predict", parents=[common_options()],
+                       help="segment one NIfTI case folder (needs nibabel); writes seg.nii.gz")
+    r.add_argument("--ckpt", type=existing_file, required=True, help="model.pt written by fit")
+    r.add_argument("--case", type=existing_dir, required=True, help="<case_id>/ holding <case_id>_<modality>.nii.gz")
+    r.set_defaults(handler=_predict)
 
     add_bench_command(sub, [BENCHMARK])
+    for name in ("bench", "reproduce"):
+        bench = sub.choices[name].get_default("handler")
+        sub.choices[name].set_defaults(handler=lambda args, bench=bench: _bench_and_report(bench, args))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    code = call_handler(args)
-    if args.command in ("bench", "reproduce"):
-        _report_central_claim(args)
+    return run(build_parser(), argv)
+
+
+def _bench_and_report(bench, args) -> int:
+    code = bench(args)
+    _report_central_claim(args)
     return code
 
 
@@ -207,7 +226,7 @@ def _report_central_claim(args) -> None:
     if not path.exists():
         return
     claims = json.loads(path.read_text(encoding="utf-8")).get("claims", [])
-    central = [c for c in claims if c["name"].startswith("smsn_vs_parallel")]
+    central = [c for c in claims if c["name"].startswith("smsn_vs_")]
     if central and not all(c["holds"] for c in central):
         failed = ", ".join(c["name"] for c in central if not c["holds"])
         print(f"CLAIM NOT REPRODUCED ({failed}): reported as a finding, see the README")

@@ -1,4 +1,8 @@
-"""``iclr26-socp-gnn``: generate labelled SOCP data, train and evaluate the GNN or the MLP, run the benchmarks."""
+"""``iclr26-socp-gnn``: generate labelled SOCP data, fit and evaluate the GNN or the MLP, run the benchmarks.
+
+Every command writes fixed file names into the ``--out`` folder: ``generate`` -> ``dataset.json``, ``fit`` ->
+``model.pt``, ``evaluate`` -> ``evaluation.json``, ``opf`` -> ``opf.json``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +12,16 @@ from collections.abc import Sequence
 
 import torch
 from iclr26_shared.bench import atomic_path, write_json_atomic
-from iclr26_shared.cli import Parser, add_bench_command, call_handler, common_options
+from iclr26_shared.cli import (
+    Parser,
+    add_bench_command,
+    common_options,
+    existing_file,
+    output_paths,
+    progress,
+    run,
+    usage_error,
+)
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARKS, OPF, inference_timing
@@ -17,14 +30,17 @@ from .models import SOCPGNN, FlatMLP, build_model, count_parameters
 from .train import evaluate, fit, predict
 
 
-def _refuse_overwrite(path: pathlib.Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise SystemExit(f"{path} exists; pass --force to overwrite it")
+def _dataset(path: pathlib.Path):
+    """The dataset in the ``--data`` file (written by ``generate``)."""
+    try:
+        return load_dataset(path)
+    except ValueError as err:
+        raise usage_error("--data", "a dataset.json written by 'iclr26-socp-gnn generate'",
+                          f"{str(path)!r} ({err})") from None
 
 
 def _generate(args) -> int:
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
+    (out,) = output_paths(args, "dataset.json")
     ds = make_dataset(args.task, args.n_instances, args.n, args.m, args.k, p=args.p, seed=args.seed,
                       n_jobs=args.jobs)
     save_dataset(out, ds)
@@ -42,10 +58,9 @@ def _split(items, frac: float, seed: int):
     return [items[i] for i in idx[n_val:]], [items[i] for i in idx[:n_val]]
 
 
-def _train(args) -> int:
-    out = pathlib.Path(args.out)
-    _refuse_overwrite(out, args.force)
-    ds = load_dataset(args.data)
+def _fit(args) -> int:
+    (out,) = output_paths(args, "model.pt")
+    ds = _dataset(args.data)
     task = ds.meta.get("task", "solution")
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
@@ -66,34 +81,43 @@ def _train(args) -> int:
 
 
 def load_model(path) -> torch.nn.Module:
-    """Rebuilds a model saved by ``iclr26-socp-gnn train``."""
+    """Rebuilds a model saved by ``iclr26-socp-gnn fit``.
+
+    Raises:
+        FileNotFoundError: no file at ``path``. ValueError: the file is not such a checkpoint.
+    """
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"model: no file at {path}")
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    cfg = dict(ckpt["config"])
-    model = SOCPGNN(**cfg) if ckpt["kind"].startswith("gnn") else FlatMLP(**cfg)
-    model.load_state_dict(ckpt["state"])
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        cfg = dict(ckpt["config"])
+        model = SOCPGNN(**cfg) if ckpt["kind"].startswith("gnn") else FlatMLP(**cfg)
+        model.load_state_dict(ckpt["state"])
+    except Exception as err:  # a damaged file can fail anywhere in the (weights-only) unpickler
+        raise usage_error("--model", "a model.pt written by 'iclr26-socp-gnn fit'",
+                          f"{str(path)!r} ({type(err).__name__})") from None
     return model
 
 
-def _eval(args) -> int:
+def _evaluate(args) -> int:
+    (out,) = output_paths(args, "evaluation.json")
     model = load_model(args.model)
-    ds = load_dataset(args.data)
+    ds = _dataset(args.data)
     device = resolve_device(args.device)
     metrics = evaluate(model, list(ds), device=device)
     metrics.update({f"timing_{k}": v for k, v in inference_timing(model, list(ds)[: args.n_timing], device).items()})
     for k, v in metrics.items():
         print(f"{k:28s} {v:.6g}")
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "eval.json", metrics)
+    write_json_atomic(out, metrics)
+    print(f"-> {out}")
     return 0
 
 
 def _opf(args) -> int:
     from .grid import bus_balance_residual, opf_dataset
 
+    (out,) = output_paths(args, "opf.json")
     device = resolve_device(args.device)
     ds = opf_dataset(args.case, args.n_instances, seed=args.seed, n_jobs=args.jobs)
     items = list(ds)
@@ -102,7 +126,7 @@ def _opf(args) -> int:
     print(f"{args.case}: {len(items)} solved SOC-OPF instances ({ds.meta['discarded']} discarded), "
           f"mean Clarabel solve {ds.meta['mean_solve_ms']:.2f} ms; train {len(train)}, test {len(test)}")
     table = {}
-    for kind in ("gnn", "mlp"):
+    for kind in progress(("gnn", "mlp"), desc="models", quiet=args.quiet):
         torch.manual_seed(args.seed)
         model = build_model(kind, "solution", hidden=args.hidden if kind == "gnn" else None, layers=args.layers,
                             example=train[0][0])
@@ -114,9 +138,8 @@ def _opf(args) -> int:
         table[kind] = met
         print(f"{kind:4s} params {met['params']:8d}  rel MSE {met['rel_mse']:.4f}  objective gap "
               f"{met['objective_gap']:.4f}  bus residual {met['bus_balance_residual']:.4f}")
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / f"opf_{args.case}.json", table)
+    write_json_atomic(out, {"case": args.case, **table})
+    print(f"-> {out}")
     return 0
 
 
@@ -126,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = common_options()
 
-    g = sub.add_parser("generate", parents=[common], help="generate and label random SOCPs with Clarabel")
+    g = sub.add_parser("generate", parents=[common],
+                       help="generate and label random SOCPs with Clarabel; writes dataset.json")
     g.add_argument("--task", choices=("feasibility", "objective", "solution"), default="feasibility")
     g.add_argument("--n-instances", type=int, default=3000)
     g.add_argument("--n", type=int, default=10)
@@ -134,11 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--k", type=int, default=3)
     g.add_argument("--p", type=float, default=2.0)
     g.add_argument("--jobs", type=int, default=1, help="worker processes for the solver")
-    g.add_argument("--force", action="store_true", help="overwrite --out")
-    g.set_defaults(handler=_generate, out_default="data.pkl")
+    g.set_defaults(handler=_generate)
 
-    t = sub.add_parser("train", parents=[common], help="train the GNN (or the MLP baseline) on a generated dataset")
-    t.add_argument("--data", required=True)
+    t = sub.add_parser("fit", aliases=["train"], parents=[common],
+                       help="train the GNN (or the MLP baseline) on a generated dataset; writes model.pt")
+    t.add_argument("--data", type=existing_file, required=True, help="dataset.json written by generate")
     t.add_argument("--model", choices=("gnn", "gnn-coneblind", "mlp"), default="gnn")
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--layers", type=int, default=4)
@@ -146,16 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, default=300)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--batch-size", type=int, default=64)
-    t.add_argument("--force", action="store_true", help="overwrite --out")
-    t.set_defaults(handler=_train, out_default="model.pt")
+    t.set_defaults(handler=_fit)
 
-    e = sub.add_parser("eval", parents=[common], help="evaluate a trained model on a dataset (metrics to --out)")
-    e.add_argument("--model", required=True)
-    e.add_argument("--data", required=True)
+    e = sub.add_parser("evaluate", aliases=["eval"], parents=[common],
+                       help="evaluate a fitted model on a dataset; writes evaluation.json")
+    e.add_argument("--model", type=existing_file, required=True, help="model.pt written by fit")
+    e.add_argument("--data", type=existing_file, required=True, help="dataset.json written by generate")
     e.add_argument("--n-timing", type=int, default=50, help="instances timed against Clarabel")
-    e.set_defaults(handler=_eval, out_default="results")
+    e.set_defaults(handler=_evaluate)
 
-    o = sub.add_parser("opf", parents=[common], help="SOC-OPF on a PYPOWER case: solve, then train GNN vs MLP")
+    o = sub.add_parser("opf", parents=[common],
+                       help="SOC-OPF on a PYPOWER case: solve, then train GNN vs MLP; writes opf.json")
     o.add_argument("--case", default="case14")
     o.add_argument("--n-instances", type=int, default=500)
     o.add_argument("--epochs", type=int, default=100)
@@ -170,11 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "out_default", None) and args.out == "results" and args.command in ("generate", "train"):
-        args.out = args.out_default
-    return call_handler(args)
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ Nothing downloads: instances are generated from a seed and labelled by the exact
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import pathlib
-import pickle
 
 import numpy as np
 from iclr26_shared.cache import cache_dir
@@ -157,7 +157,7 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
     if g_shift is None:
         g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
     key = hashlib.sha1(repr((task, n_instances, n, m, k, float(p), seed, stream, density, bounds, g_shift)).encode())
-    path = cache_dir("socp-gnn") / f"dataset_{task}_{key.hexdigest()[:16]}.pkl"
+    path = cache_dir("socp-gnn") / f"dataset_{task}_{key.hexdigest()[:16]}.json"
     if cache and path.exists():
         return load_dataset(path)
     need = {"feasible": n_instances // 2, "infeasible": n_instances - n_instances // 2} if task == "feasibility" \
@@ -207,18 +207,50 @@ def _run_chunks(task, indices, n, m, k, density, p, g_shift, bounds, seed, strea
     return results
 
 
+DATASET_FORMAT = "iclr26-socp-gnn/2"  # JSON; /1 was a pickle, no longer read
+
+
+def _plain(value):
+    """``value`` with arrays as (nested) lists, so that ``json`` can write it."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _instance_record(P: SOCP, label) -> dict:
+    fields = {f.name: _plain(getattr(P, f.name)) for f in dataclasses.fields(P)}
+    return {"socp": fields, "label": {"array": label.tolist()} if isinstance(label, np.ndarray) else _plain(label)}
+
+
+def _instance(record: dict) -> tuple[SOCP, object]:
+    fields = dict(record["socp"])
+    label = record["label"]
+    return SOCP(**fields), np.asarray(label["array"], dtype=float) if isinstance(label, dict) else label
+
+
 def save_dataset(path, items) -> pathlib.Path:
-    """Writes a dataset (``SOCPDataset`` or list of ``(SOCP, label)``) as a pickle, atomically."""
+    """Writes a dataset (``SOCPDataset`` or list of ``(SOCP, label)``) as compact JSON, atomically.
+
+    Infinite bounds (``lb``/``ub``) are written as ``Infinity``/``-Infinity``, which ``json`` reads back.
+    """
     from iclr26_shared.bench import atomic_path
 
     ds = items if isinstance(items, SOCPDataset) else SOCPDataset(items)
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        pickle.dump({"format": "iclr26-socp-gnn/1", "items": list(ds), "meta": ds.meta}, fh)
+    text = json.dumps({"format": DATASET_FORMAT, "items": [_instance_record(P, y) for P, y in ds],
+                       "meta": _plain(ds.meta)}, separators=(",", ":"))
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return pathlib.Path(path)
 
 
 def load_dataset(path) -> SOCPDataset:
-    """Reads a dataset written by ``save_dataset`` (trusted files only: this is a pickle).
+    """Reads a dataset written by ``save_dataset`` (plain JSON: nothing in the file is executed).
 
     Raises:
         FileNotFoundError: no file at ``path``.
@@ -227,11 +259,14 @@ def load_dataset(path) -> SOCPDataset:
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no dataset at {path} (make one with `iclr26-socp-gnn generate`)")
-    with open(path, "rb") as fh:
-        try:
-            obj = pickle.load(fh)
-        except Exception as err:
-            raise ValueError(f"path: {path} is not a pickled socp-gnn dataset ({err})") from None
-    if not isinstance(obj, dict) or obj.get("format") != "iclr26-socp-gnn/1":
-        raise ValueError(f"path: {path} is not a socp-gnn dataset (missing format tag)")
-    return SOCPDataset(obj["items"], obj["meta"])
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:  # also UnicodeDecodeError
+        raise ValueError(f"path: {path} is not a socp-gnn dataset (not JSON: {type(err).__name__})") from None
+    if not isinstance(obj, dict) or obj.get("format") != DATASET_FORMAT:
+        raise ValueError(f"path: {path} is not a socp-gnn dataset (expected format {DATASET_FORMAT!r})")
+    try:
+        items = [_instance(r) for r in obj["items"]]
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"path: {path} holds a malformed socp-gnn dataset ({err})") from None
+    return SOCPDataset(items, obj["meta"])
