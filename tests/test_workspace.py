@@ -103,3 +103,11 @@ def test_every_paper_package_registers_a_benchmark():
     for member in MEMBERS:
         if member.parent.name == "packages":
             assert project(member)["name"] in registered
+
+
+@pytest.mark.parametrize("member", [m for m in MEMBERS if m.parent.name == "packages"], ids=lambda p: p.name)
+def test_every_paper_judges_a_central_claim_over_paired_seeds(member):
+    """The protocol: a central method-vs-baseline claim is ``Claim.paired`` over seeds, never one draw."""
+    sources = "\n".join(f.read_text(encoding="utf-8") for f in (member / "src").rglob("bench*.py"))
+    assert "Claim.paired(" in sources and "derive_seeds(" in sources, \
+        f"{member.name}: its benchmark has no Claim.paired over derive_seeds"
