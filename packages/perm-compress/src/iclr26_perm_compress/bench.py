@@ -4,14 +4,17 @@
 - ``perm-compress.error-scaling``: Fig. 2 at small scale, with the random-subset baseline (step 2).
 - ``perm-compress.lth``: scaled-down Fig. 4, full vs compressed vs random sub-networks (step 3).
 - ``perm-compress.dataset``: scaled-down Fig. 3, full vs compressed vs random data (step 4).
+
+Steps 2-4 run every method and its baseline on each seed of ``derive_seeds(seed, seeds)`` (3 at
+quick, 5 at full) and judge method-vs-baseline claims on paired per-seed differences of logs, so a
+ratio threshold ``r`` becomes the margin ``log r``.
 """
 from __future__ import annotations
 
 import pathlib
 
 import numpy as np
-import torch
-from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from sklearn.cluster import KMeans
 
 from .compressor import MomentCompressor
@@ -28,34 +31,30 @@ EXACTNESS_CONFIG = {
     "full": {"d": 3000, "m": 3, "k": 4},
     "paper": {"d": 100000, "m": 3, "k": 4},
 }
+# trials per seed; the seeds are ``derive_seeds(seed, seeds)``
 ERROR_SCALING_CONFIG = {
-    "smoke": {"m_list": (2,), "k_list": (2,), "d_list": (1000,), "trials": 1},
-    "quick": {"m_list": (2,), "k_list": (2,), "d_list": (2000, 4000, 8000, 16000), "trials": 2},
-    "full": {"m_list": (2,), "k_list": (2, 4), "d_list": (2000, 4000, 8000, 16000), "trials": 5},
-    "paper": {"m_list": (1, 2, 3), "k_list": (2, 4), "d_list": (2000, 4000, 8000, 16000, 32000, 64000), "trials": 20},
+    "smoke": {"m_list": (2,), "k_list": (2,), "d_list": (1000,), "trials": 1, "seeds": 2},
+    "quick": {"m_list": (2,), "k_list": (2,), "d_list": (2000, 4000, 8000, 16000), "trials": 1, "seeds": 3},
+    "full": {"m_list": (2,), "k_list": (2, 4), "d_list": (2000, 4000, 8000, 16000), "trials": 1, "seeds": 5},
+    "paper": {"m_list": (1, 2, 3), "k_list": (2, 4), "d_list": (2000, 4000, 8000, 16000, 32000, 64000), "trials": 4,
+              "seeds": 5},
 }
 LTH_CONFIG = {
     "smoke": {"width": 300, "target_width": 60, "k": 2, "n_train": 1000, "n_test": 2000, "epochs": 2, "log_every": 1,
-              "optimizers": ("adam",)},
+              "optimizers": ("adam",), "seeds": 2},
     "quick": {"width": 2000, "target_width": 200, "k": 4, "n_train": 5000, "n_test": 10000, "epochs": 20,
-              "log_every": 2, "optimizers": ("adam",)},
+              "log_every": 2, "optimizers": ("adam",), "seeds": 3},
     "full": {"width": 4000, "target_width": 400, "k": 4, "n_train": 20000, "n_test": 10000, "epochs": 60,
-             "log_every": 5, "optimizers": ("adam",)},
+             "log_every": 5, "optimizers": ("adam",), "seeds": 5},
     "paper": {"width": 10000, "target_width": 1000, "k": 5, "n_train": 100000, "n_test": 10000, "epochs": 1000,
-              "log_every": 50, "optimizers": ("sgd", "adam", "adamw", "rmsprop", "rprop", "adamax")},
+              "log_every": 50, "optimizers": ("sgd", "adam", "adamw", "rmsprop", "rprop", "adamax"), "seeds": 5},
 }
 DATASET_CONFIG = {
-    "smoke": {"d": 1000, "target_size": 100, "k": 4, "steps": 20},
-    "quick": {"d": 5000, "target_size": 500, "k": 4, "steps": 200},
-    "full": {"d": 5000, "target_size": 500, "k": 4, "steps": 400},
-    "paper": {"d": 10000, "target_size": 1000, "k": 5, "steps": 2000},
+    "smoke": {"d": 1000, "target_size": 100, "k": 4, "steps": 20, "seeds": 2},
+    "quick": {"d": 5000, "target_size": 500, "k": 4, "steps": 200, "seeds": 3},
+    "full": {"d": 5000, "target_size": 500, "k": 4, "steps": 400, "seeds": 5},
+    "paper": {"d": 10000, "target_size": 1000, "k": 5, "steps": 2000, "seeds": 5},
 }
-
-
-def _cpu_threads(device: str) -> None:
-    """Two intra-op threads on the CPU (the target machine has two cores)."""
-    if device == "cpu":
-        torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
 def _degree4_symmetric_polynomial(rng: np.random.Generator, m: int):
@@ -111,88 +110,121 @@ def run_exactness(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
     return Result(metrics=metrics, rows=rows, claims=claims)
 
 
+def _log(values) -> np.ndarray:
+    """Natural log of positive numbers (shape kept), floored at 1e-300 so an exact zero stays finite."""
+    return np.log(np.maximum(np.asarray(values, dtype=float), 1e-300))
+
+
 def run_error_scaling(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
-    """Step 2: Fig. 2 (sigmoid benchmark) error vs d, moment matching vs a random 10% subset."""
-    cfg = ERROR_SCALING_CONFIG[check_scale(scale)]
-    res = error_scaling(**cfg, ratio=0.1, seed=seed)
-    records = res["records"]
+    """Step 2: Fig. 2 (sigmoid benchmark) error vs d, moment matching vs a random 10% subset, per seed."""
+    cfg = dict(ERROR_SCALING_CONFIG[check_scale(scale)])
+    seeds = derive_seeds(seed, cfg.pop("seeds"))
+    runs = [error_scaling(**cfg, ratio=0.1, seed=s) for s in seeds]
+    records = [{**r, "seed": s} for s, res in zip(seeds, runs) for r in res["records"]]
     groups = sorted({(r["m"], r["k"], r["d"]) for r in records})
+
+    def mean_at(key: str, s: int, group: tuple) -> float:
+        return float(np.mean([r[key] for r in records if r["seed"] == s and (r["m"], r["k"], r["d"]) == group]))
+
     rows = []
     for m, k, d in groups:
         sel = [r for r in records if (r["m"], r["k"], r["d"]) == (m, k, d)]
-        err = float(np.mean([r["error"] for r in sel]))
-        rnd = float(np.mean([r["random_error"] for r in sel]))
         rows.append({"method": f"moment_matched_m{m}_k{k}", "m": m, "k": k, "d": d, "target": sel[0]["target"],
-                     "error": err, "seconds": float(np.mean([r["seconds"] for r in sel]))})
-        rows.append({"method": "random_subset", "m": m, "k": k, "d": d, "target": sel[0]["target"], "error": rnd})
-    err_at = {(r["m"], r["k"], r["d"]): r["error"] for r in rows if r["method"] != "random_subset"}
-    rnd_at = {(r["m"], r["k"], r["d"]): r["error"] for r in rows if r["method"] == "random_subset"}
-    worst_ratio = max(err_at[key] / rnd_at[key] for key in err_at)
-    claims = []
+                     "error": float(np.mean([r["error"] for r in sel])),
+                     "seconds": float(np.mean([r["seconds"] for r in sel]))})
+        rows.append({"method": "random_subset", "m": m, "k": k, "d": d, "target": sel[0]["target"],
+                     "error": float(np.mean([r["random_error"] for r in sel]))})
+    # per seed, the (m, k, d) where moment matching is closest to the random subset: "at every d"
+    err, rnd = (np.array([[mean_at(key, s, g) for g in groups] for s in seeds]) for key in ("error", "random_error"))
+    worst = np.argmax(_log(err) - _log(rnd), axis=1)
+    pick = np.arange(len(seeds))
+    claims = [Claim.paired("beats_random_subset", "moment matching beats a random subset by decades at every d",
+                           _log(err[pick, worst]), _log(rnd[pick, worst]), seeds, margin=float(np.log(1e3)),
+                           higher_is_better=False, what="log error - log random-subset error, worst d per seed")]
+    slopes = {key: [res["slopes"][key] for res in runs] for key in runs[0]["slopes"]}
     if len(cfg["d_list"]) > 1:
-        claims.append(Claim.at_most("slope_k2", "error ~ d^-((k+1)/m + 0.5): slope -2.0 for m = 2, k = 2 (Fig. 2)",
-                                    res["slopes"]["m2_k2"], -1.5, what="fitted slope (m=2, k=2)"))
+        # the design in d is the same for every seed, so the mean per-seed slope is the pooled slope
+        claims.append(Claim.mean_at_most("slope_k2", "error ~ d^-((k+1)/m + 0.5): slope -2.0 for m = 2, k = 2 "
+                                         "(Fig. 2)", slopes["m2_k2"], seeds, -1.5, what="fitted slope (m=2, k=2)"))
     if 4 in cfg["k_list"] and len(cfg["d_list"]) > 1:
-        claims.append(Claim.at_most("slope_k4", "slope -3.0 for m = 2, k = 4 (Fig. 2)",
-                                    res["slopes"]["m2_k4"], -2.5, what="fitted slope (m=2, k=4)"))
-        claims.append(Claim.at_most("higher_order_helps", "at d = 4000 the k = 4 error is far below the k = 2 error",
-                                    err_at[(2, 4, 4000)] / err_at[(2, 2, 4000)], 0.1, what="error(k=4) / error(k=2)"))
-    claims.append(Claim.at_most("beats_random_subset", "moment matching beats a random subset by decades at every d",
-                                worst_ratio, 1e-3, what="max over d of error / random-subset error"))
-    fig = plot_error_scaling(res, out_dir / f"perm-compress_error-scaling_{scale}_seed{seed}.png")
-    metrics = {f"slope_{key}": v for key, v in res["slopes"].items()}
-    metrics.update({f"reference_slope_{key}": v for key, v in res["reference"].items()})
-    metrics["worst_error_ratio_vs_random"] = worst_ratio
+        claims.append(Claim.mean_at_most("slope_k4", "slope -3.0 for m = 2, k = 4 (Fig. 2)", slopes["m2_k4"], seeds,
+                                         -2.5, what="fitted slope (m=2, k=4)"))
+        k_ratio = [mean_at("error", s, (2, 4, 4000)) / mean_at("error", s, (2, 2, 4000)) for s in seeds]
+        claims.append(Claim.mean_at_most("higher_order_helps", "at d = 4000 the k = 4 error is far below the k = 2 "
+                                         "error", k_ratio, seeds, 0.1, what="error(k=4) / error(k=2)"))
+    pooled = {"records": records, "slopes": {key: float(np.mean(v)) for key, v in slopes.items()},
+              "reference": runs[0]["reference"]}
+    fig = plot_error_scaling(pooled, out_dir / f"perm-compress_error-scaling_{scale}_seed{seed}.png")
+    metrics = {f"slope_{key}": v for key, v in pooled["slopes"].items()}
+    metrics.update({f"reference_slope_{key}": v for key, v in pooled["reference"].items()})
+    metrics["worst_error_ratio_vs_random"] = float(np.max(err[pick, worst] / rnd[pick, worst]))
     return Result(metrics=metrics, rows=rows, claims=claims, figures=[fig])
 
 
 def run_lth(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
-    """Step 3: dynamical lottery ticket, full vs compressed (1/c_j rule) vs random sub-networks."""
+    """Step 3: dynamical lottery ticket, full vs compressed (1/c_j rule) vs random sub-networks, per seed."""
     cfg = dict(LTH_CONFIG[check_scale(scale)])
-    _cpu_threads(device)
-    optimizers = cfg.pop("optimizers")
-    rows, figures, devs, randoms, ratios = [], [], [], [], []
-    for opt in optimizers:
-        res = lth_experiment(**cfg, optimizer=opt, lr=1e-3, batch_size=512, noise=0.2, seed=seed, device=device)
-        for name, curve in res["curves"].items():
-            rows.append({"method": name, "optimizer": opt, "width": res["widths"][name],
-                         "deviation": res["deviation"][name], "initial_rmse_to_full": res["initial_rmse_to_full"][name],
-                         "initial_test_mse": curve[0][1], "final_test_mse": curve[-1][1]})
-        devs.append(res["deviation"]["compressed"])
-        randoms.append(res["deviation"]["random"] / max(res["deviation"]["compressed"], 1e-12))
-        ratios.append(res["initial_rmse_to_full"]["compressed"] / res["initial_rmse_to_full"]["random"])
-        figures.append(plot_curves(res["curves"], out_dir / f"perm-compress_lth_{opt}_{scale}_seed{seed}.png",
-                                   f"dynamical LTH ({opt}, width {cfg['width']} -> {cfg['target_width']})"))
+    optimizers, seeds = cfg.pop("optimizers"), derive_seeds(seed, cfg.pop("seeds"))
+    rows, figures = [], []
+    # per seed, averaged over the optimizers: log deviations and log epoch-0 RMSEs to the full net
+    per_seed = {key: np.zeros(len(seeds)) for key in ("dev_c", "dev_r", "rmse_c", "rmse_r", "dev_max")}
+    for i, s in enumerate(seeds):
+        for opt in optimizers:
+            res = lth_experiment(**cfg, optimizer=opt, lr=1e-3, batch_size=512, noise=0.2, seed=s, device=device)
+            for name, curve in res["curves"].items():
+                rows.append({"method": name, "optimizer": opt, "seed": s, "width": res["widths"][name],
+                             "deviation": res["deviation"][name],
+                             "initial_rmse_to_full": res["initial_rmse_to_full"][name],
+                             "initial_test_mse": curve[0][1], "final_test_mse": curve[-1][1]})
+            dev, rmse = res["deviation"], res["initial_rmse_to_full"]
+            for key, v in (("dev_c", dev["compressed"]), ("dev_r", dev["random"]), ("rmse_c", rmse["compressed"]),
+                           ("rmse_r", rmse["random"])):
+                per_seed[key][i] += _log(v) / len(optimizers)
+            per_seed["dev_max"][i] = max(per_seed["dev_max"][i], dev["compressed"])
+            if i == 0:
+                figures.append(plot_curves(res["curves"], out_dir / f"perm-compress_lth_{opt}_{scale}_seed{s}.png",
+                                           f"dynamical LTH ({opt}, width {cfg['width']} -> {cfg['target_width']})"))
     claims = [
-        Claim.at_most("initial_prediction_match", "compressed net reproduces the full net at init (Fig. 4)",
-                      max(ratios), 0.05, what="RMSE(compressed, full) / RMSE(random, full) at epoch 0"),
-        Claim.at_most("trajectory_tracks_full", "compressed training curve indistinguishable from full (Fig. 4)",
-                      max(devs), 0.15, what="max_t |log L_comp - log L_full|"),
-        Claim.at_least("random_subnetwork_deviates", "a random sub-network of the same width deviates (Fig. 4)",
-                       min(randoms), 3.0, what="dev_random / dev_compressed"),
+        Claim.paired("initial_prediction_match", "compressed net reproduces the full net at init (Fig. 4)",
+                     per_seed["rmse_c"], per_seed["rmse_r"], seeds, margin=float(np.log(20.0)), higher_is_better=False,
+                     what="log RMSE(compressed, full) - log RMSE(random, full) at epoch 0 (criterion ratio <= 0.05)"),
+        Claim.mean_at_most("trajectory_tracks_full", "compressed training curve indistinguishable from full (Fig. 4)",
+                           per_seed["dev_max"], seeds, 0.15, what="max_t |log L_comp - log L_full|"),
+        Claim.paired("random_subnetwork_deviates", "a random sub-network of the same width deviates (Fig. 4)",
+                     per_seed["dev_r"], per_seed["dev_c"], seeds, margin=float(np.log(3.0)),
+                     what="log dev_random - log dev_compressed (criterion ratio >= 3)"),
     ]
-    metrics = {"dev_compressed": max(devs), "dev_random_over_compressed": min(randoms),
-               "initial_rmse_ratio": max(ratios), "compression_seconds": res["compression_seconds"]}
+    metrics = {"dev_compressed": float(np.mean(per_seed["dev_max"])),
+               "dev_random_over_compressed": float(np.exp(np.mean(per_seed["dev_r"] - per_seed["dev_c"]))),
+               "initial_rmse_ratio": float(np.exp(np.mean(per_seed["rmse_c"] - per_seed["rmse_r"]))),
+               "compression_seconds": res["compression_seconds"]}
     return Result(metrics=metrics, rows=rows, claims=claims, figures=figures)
 
 
 def run_dataset(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
-    """Step 4: the same student trained on the full, moment-compressed and random-subset data."""
-    cfg = DATASET_CONFIG[check_scale(scale)]
-    _cpu_threads(device)
-    res = dataset_experiment(**cfg, teacher_width=50, student_width=50, noise=3.0, lr=1e-2, optimizer="adam",
-                             seed=seed, device=device)
-    final = res["final"]
-    rows = [{"method": name, "n_points": res["sizes"][name], "final_test_mse": final[name]} for name in final]
+    """Step 4: the same student trained on the full, moment-compressed and random-subset data, per seed."""
+    cfg = dict(DATASET_CONFIG[check_scale(scale)])
+    seeds = derive_seeds(seed, cfg.pop("seeds"))
+    rows, log_mse = [], {"full": [], "compressed": [], "random": []}
+    for s in seeds:
+        res = dataset_experiment(**cfg, teacher_width=50, student_width=50, noise=3.0, lr=1e-2, optimizer="adam",
+                                 seed=s, device=device)
+        rows += [{"method": name, "seed": s, "n_points": res["sizes"][name], "final_test_mse": v}
+                 for name, v in res["final"].items()]
+        for name in log_mse:
+            log_mse[name].append(float(_log(res["final"][name])))
+        if s == seeds[0]:
+            fig = plot_curves(res["curves"], out_dir / f"perm-compress_dataset_{scale}_seed{s}.png",
+                              f"dataset compression (d = {cfg['d']} -> {cfg['target_size']})")
     claims = [
-        Claim.at_most("compressed_matches_full", "compressed data tracks the full data's test MSE (Fig. 3)",
-                      final["compressed"] / final["full"], 1.15, what="MSE(compressed) / MSE(full)"),
-        Claim.at_least("random_subset_worse", "a random subset of the same size does worse (Fig. 3)",
-                       final["random"] / final["compressed"], 1.3, what="MSE(random) / MSE(compressed)"),
+        Claim.paired("compressed_matches_full", "compressed data tracks the full data's test MSE (Fig. 3)",
+                     log_mse["compressed"], log_mse["full"], seeds, margin=-float(np.log(1.15)),
+                     higher_is_better=False, what="log MSE(compressed) - log MSE(full) (criterion ratio <= 1.15)"),
+        Claim.paired("random_subset_worse", "a random subset of the same size does worse (Fig. 3)",
+                     log_mse["random"], log_mse["compressed"], seeds, margin=float(np.log(1.3)),
+                     what="log MSE(random) - log MSE(compressed) (criterion ratio >= 1.3)"),
     ]
-    fig = plot_curves(res["curves"], out_dir / f"perm-compress_dataset_{scale}_seed{seed}.png",
-                      f"dataset compression (d = {cfg['d']} -> {cfg['target_size']})")
-    metrics = {f"final_mse_{name}": v for name, v in final.items()}
+    metrics = {f"final_mse_{name}": float(np.exp(np.mean(v))) for name, v in log_mse.items()}
     return Result(metrics=metrics, rows=rows, claims=claims, figures=[fig])
 
 

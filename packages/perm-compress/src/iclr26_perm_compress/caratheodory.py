@@ -15,7 +15,6 @@ Two implementations live side by side:
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._checks import check_order, check_points, check_weights
 from .moments import _features, monomial_exponents
@@ -176,5 +175,4 @@ def caratheodory_reduce(W, c, k: int, target: int | None = None, tol: float = 1e
         target = exps.shape[0]
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 1:
         raise ValueError(f"target: expected an integer >= 1, got {target!r}")
-    with threadpool_limits(limits=1, user_api="blas"):  # small SVDs: threads only add contention
-        return reduce_support(W, c, exps, int(target), tol=tol)
+    return reduce_support(W, c, exps, int(target), tol=tol)

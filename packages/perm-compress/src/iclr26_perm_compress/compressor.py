@@ -15,7 +15,6 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy.spatial import cKDTree
 from sklearn.cluster import KMeans
-from threadpoolctl import threadpool_limits
 
 from ._checks import check_order, check_points, check_weights
 from .caratheodory import local_moment_matrix, reduce_block, reduce_support
@@ -121,9 +120,7 @@ class MomentCompressor:
                 warnings.warn(f"target_size={self.target_size} >= d={W.shape[0]}: returning the identity",
                               stacklevel=2)
         else:
-            # the SVDs are small (N x 2N): BLAS threads only add contention
-            with threadpool_limits(limits=1, user_api="blas"):
-                c = self._compress(P, c, target)
+            c = self._compress(P, c, target)
         self.support_ = np.flatnonzero(c > 0)
         self.weights_ = c[self.support_]
         self.points_ = W[self.support_]

@@ -1,0 +1,41 @@
+"""The benchmarks' method-vs-baseline claims are paired over derived seeds and fail for a worse method."""
+import pytest
+from iclr26_perm_compress import bench
+from iclr26_shared.bench import derive_seeds
+
+PAIRED = {bench.ERROR_SCALING: ["beats_random_subset"],
+          bench.LTH: ["initial_prediction_match", "random_subnetwork_deviates"],
+          bench.DATASET: ["compressed_matches_full", "random_subset_worse"]}
+
+
+def _claim(result, name):
+    return next(c for c in result.claims if c.name == name)
+
+
+@pytest.mark.parametrize("benchmark", list(PAIRED), ids=lambda b: b.name)
+def test_smoke_pairs_the_baseline_claims_over_two_derived_seeds(tmp_path, benchmark):
+    result = benchmark.run("smoke", "cpu", 3, tmp_path)
+    for name in PAIRED[benchmark]:
+        per_seed = _claim(result, name).per_seed
+        assert per_seed["seeds"] == derive_seeds(3, 2) and per_seed["n"] == 2
+        assert len(per_seed["method"]) == len(per_seed["baseline"]) == 2
+
+
+def _planted(final: dict):
+    """A ``dataset_experiment`` stand-in whose final test MSEs are ``final`` (plus seed-dependent jitter)."""
+    def experiment(seed, **_):
+        jitter = 1 + 0.01 * (seed % 7)
+        return {"curves": {n: [(0, 1.0), (1, v * jitter)] for n, v in final.items()},
+                "final": {n: v * jitter for n, v in final.items()}, "sizes": dict.fromkeys(final, 10)}
+    return experiment
+
+
+def test_dataset_claims_follow_the_measured_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "dataset_experiment", _planted({"full": 0.020, "compressed": 0.021, "random": 0.2}))
+    result = bench.run_dataset("quick", "cpu", 0, tmp_path)
+    assert _claim(result, "compressed_matches_full").holds and _claim(result, "random_subset_worse").holds
+    # a compressed set worse than the random subset (method and baseline swapped) fails both claims
+    monkeypatch.setattr(bench, "dataset_experiment", _planted({"full": 0.020, "compressed": 0.2, "random": 0.021}))
+    result = bench.run_dataset("quick", "cpu", 0, tmp_path)
+    assert not _claim(result, "compressed_matches_full").holds and not _claim(result, "random_subset_worse").holds
+    assert _claim(result, "random_subset_worse").per_seed["n"] == 3
