@@ -1,7 +1,13 @@
 """Basin images: ellipse law, symmetries, backend parity, the naive reference, file round trip."""
 import numpy as np
 import pytest
-from iclr26_fractal_gd import basin_map, in_convergence_region, naive_basin_labels, refinement_flip_fraction
+from iclr26_fractal_gd import (
+    basin_map,
+    classify_points,
+    in_convergence_region,
+    naive_basin_labels,
+    refinement_flip_fraction,
+)
 from iclr26_fractal_gd.basins import BasinMap, grid_axes
 
 
@@ -19,16 +25,31 @@ def test_ellipse_membership_matches_simulation():
     b = basin_map(eta, 1.0, 0.0, resolution=201, steps=3000, labels="binary")
     inside = in_convergence_region(*np.meshgrid(*grid_axes((-4, 4, -4, 4), 201)), 1.0, eta)
     far = ~_near(inside, 2)
-    assert np.mean((b.labels == 1)[far] == inside[far]) >= 0.995
+    assert np.mean((b.labels == 1)[far] == inside[far]) >= 0.9999  # no artefact line on u = -v
+
+
+def test_grid_keeps_off_the_diagonals():
+    """Every sample keeps >= 1/4 pixel from u = v and u = -v (the one-dimensional invariant lines)."""
+    for res in (64, 201, 801, 1024):
+        us, vs = np.meshgrid(*grid_axes((-4, 4, -4, 4), res))
+        pixel = 8.0 / res
+        assert np.abs(us - vs).min() >= 0.249 * pixel and np.abs(us + vs).min() >= 0.249 * pixel
+        centres = (np.arange(res) + 0.5) * pixel - 4  # the old pixel-centre grid: a full row on u = -v
+        assert np.sum(np.isclose(centres[:, None], -centres[None, :], rtol=0, atol=1e-12)) == res
 
 
 def test_symmetries_of_the_labels():
-    b = basin_map(1.0, 0.5, 0.2, resolution=128, steps=200)
-    np.testing.assert_array_equal(b.labels, b.labels.T)  # (u, v) -> (v, u)
-    flipped = b.labels[::-1, ::-1]  # (u, v) -> (-u, -v) swaps the branches
-    swapped = np.where(flipped == 1, 2, np.where(flipped == 2, 1, 0))
-    np.testing.assert_array_equal(b.labels, swapped)
-    assert set(np.unique(b.labels)) == {0, 1, 2}
+    u, v = np.meshgrid(*grid_axes((-4, 4, -4, 4), 128))
+    u, v = u.ravel(), v.ravel()
+
+    def lab(a, b):
+        return classify_points(a, b, 0.5, 1.0, 0.2, steps=200)["labels"]
+
+    base = lab(u, v)
+    np.testing.assert_array_equal(base, lab(v, u))  # (u, v) -> (v, u)
+    flipped = lab(-u, -v)  # (u, v) -> (-u, -v) swaps the branches
+    np.testing.assert_array_equal(base, np.where(flipped == 1, 2, np.where(flipped == 2, 1, 0)))
+    assert set(np.unique(base)) == {0, 1, 2}
 
 
 def test_backend_parity_numpy_torch_cpu():

@@ -24,7 +24,7 @@ def test_cli_round_trip(tmp_path, capsys):
     assert "test_f1" in capsys.readouterr().out
     assert json.loads((tmp_path / "fit" / "fit.json").read_text())["status"] == "ok"
     sweep = ["sweep", "--preset", "cpu_smoke", "--datasets", "wine", "--methods", "nnpu", "puet", "--budget",
-             "smoke", "--backend", "serial", "--out", str(tmp_path / "sw"), "--quiet"]
+             "smoke", "--backend", "local", "--jobs", "1", "--out", str(tmp_path / "sw"), "--quiet"]
     assert main(sweep) == 0
     jsonl = tmp_path / "sw" / "results.jsonl"
     assert main(sweep) == 2 and "--force" in capsys.readouterr().err

@@ -1,4 +1,7 @@
-"""Sweeps: grid expansion, identical results across backends, resume, the Dask path on a local cluster."""
+"""Sweeps: grid expansion, identical results across backends, resume, the Dask path on a local cluster.
+
+The fan-out is the shared ``iclr26_shared.parallel.parallel_map``; these tests check pubench's use of it.
+"""
 import json
 
 import pytest
@@ -21,39 +24,43 @@ def test_paper20_grid_has_twenty_unique_specs():
 
 def test_serial_and_joblib_agree_and_resume(tmp_path):
     serial, par = tmp_path / "serial.jsonl", tmp_path / "joblib.jsonl"
-    recs = run_sweep(SIX, backend="serial", out=serial)
-    run_sweep(SIX, backend="joblib", n_jobs=2, out=par)
+    recs = run_sweep(SIX, backend="local", jobs=1, out=serial)
+    run_sweep(SIX, backend="local", jobs=2, out=par)
     assert _lines(serial) == _lines(par) and len(_lines(serial)) == 6
     assert all(r["status"] == "ok" and r["timing"]["fit_time"] > 0 for r in recs)
     seen = []
-    again = run_sweep(SIX + [SIX[0]], backend="serial", out=serial, on_result=seen.append)
+    again = run_sweep(SIX + [SIX[0]], backend="local", out=serial, on_result=seen.append)
     assert seen == [] and len(again) == 6  # every key finished: nothing recomputed
     lines = serial.read_text().splitlines()
     serial.write_text("\n".join(lines[:4]) + "\n" + lines[4][:20])  # a crash mid-write
-    run_sweep(SIX, backend="serial", out=serial, on_result=seen.append)
+    run_sweep(SIX, backend="local", out=serial, on_result=seen.append)
     assert len(seen) == 2 and len(read_jsonl(serial)) == 6
     assert sorted(json.dumps(r, sort_keys=True) for r in read_jsonl(serial)) == _lines(par)
     assert timing_path(serial).exists()
     with pytest.raises(ValueError, match="exists"):
-        run_sweep(SIX, backend="serial", out=serial, resume=False)
+        run_sweep(SIX, backend="local", out=serial, resume=False)
 
 
 def test_dask_local_cluster(tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as lc, \
             distributed.Client(lc):
-        recs = run_sweep(SIX[:2], backend="dask", out=tmp_path / "dask.jsonl")
-    serial = run_sweep(SIX[:2], backend="serial", out=tmp_path / "serial.jsonl")
+        recs = run_sweep(SIX[:2], backend="dask", address=lc.scheduler_address, out=tmp_path / "dask.jsonl")
+    serial = run_sweep(SIX[:2], backend="local", out=tmp_path / "serial.jsonl")
     assert [r["test_f1"] for r in recs] == [r["test_f1"] for r in serial]
 
 
 def test_sweep_bad_input(tmp_path):
     with pytest.raises(ValueError, match="backend"):
         run_sweep(SIX[:1], backend="mpi", out=tmp_path / "x.jsonl")
+    with pytest.raises(ValueError, match="backend"):
+        run_sweep(SIX[:1], backend="serial", out=tmp_path / "x.jsonl")  # serial is local with jobs=1
+    with pytest.raises(ValueError, match="jobs"):
+        run_sweep(SIX[:1], jobs=0, out=tmp_path / "x.jsonl")
     with pytest.raises(ValueError, match="dataset"):
         RunSpec("imagenet", "nnpu", 0.1)
     with pytest.raises(ValueError, match="preset"):
         expand_grid(["digits"], ["nnpu"], preset="huge")
-    rec = run_sweep([RunSpec("mnist", "nnpu", 0.1)], backend="serial", out=tmp_path / "m.jsonl",
+    rec = run_sweep([RunSpec("mnist", "nnpu", 0.1)], backend="local", out=tmp_path / "m.jsonl",
                     data_dir=str(tmp_path))[0]
     assert rec["status"] == "failed" and "DatasetNotFoundError" in rec["error"]

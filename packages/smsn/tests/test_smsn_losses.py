@@ -59,9 +59,9 @@ def test_orthogonality_zero_for_orthogonal_features():
 def test_orthogonality_hand_computed():
     z = torch.tensor([[[[1.0]], [[2.0]]]])  # (1, 2 channels, 1, 1)
     xs = torch.tensor([[[[[3.0]], [[1.0]]], [[[0.0]], [[1.0]]]]])  # (1, 2 modalities, 2 channels, 1, 1)
-    # <z, x_1> = 3 + 2 = 5 -> 25; <z, x_2> = 2 -> 4; second modality masked out
-    assert orthogonality_loss(z, xs, torch.tensor([[True, False]])).item() == 25.0
-    assert orthogonality_loss(z, xs, torch.tensor([[True, True]])).item() == 29.0
+    # cos^2(z, x_1) = 5^2 / (5 * 10) = 0.5; cos^2(z, x_2) = 2^2 / (5 * 1) = 0.8; second modality masked out
+    assert orthogonality_loss(z, xs, torch.tensor([[True, False]])).item() == pytest.approx(0.5, rel=1e-5)
+    assert orthogonality_loss(z, xs, torch.tensor([[True, True]])).item() == pytest.approx(1.3, rel=1e-5)
 
 
 def test_dice_ce_lower_for_correct_prediction():

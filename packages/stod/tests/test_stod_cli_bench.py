@@ -68,6 +68,9 @@ def test_bench_smoke_json_schema(tmp_path):
     assert d["benchmark"] == BENCHMARK.name == "stod"
     assert {r["method"].split("/")[0] for r in d["rows"]} == {"direct", "stod_removed", "stod_kept"}
     names = {c["name"] for c in d["claims"]}
+    central = next(c for c in d["claims"] if c["name"] == "stod_more_robust")
+    assert central["per_seed"]["n"] == 2 and central["per_seed"]["seeds"] == [0, 1]
+    assert {r["seed"] for r in d["rows"]} == {0, 1}
     assert {"direct_gtc_input", "stod_kernels_decorrelate", "gor_minimised", "kernels_orthogonal"} <= names
     for c in d["claims"]:
         assert {"name", "paper", "measured", "criterion", "holds"} <= set(c) and isinstance(c["holds"], bool)

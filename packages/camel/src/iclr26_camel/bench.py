@@ -1,8 +1,9 @@
 """The ``camel`` benchmark: the spec's "Reproduction on CPU" on the embedded mfeat digits.
 
-Every method runs in the same benchmark on the same masks and seeds; every claim is computed from
-the measured numbers. Scales: ``smoke`` (synthetic blobs, seconds), ``quick`` (mfeat, r in {0.3, 0.5},
-2 seeds), ``full`` (mfeat, r in {0.1, 0.3, 0.5}, 3 seeds, every ablation, the lambda2 selection of
+Every method runs in the same benchmark on the same masks and seeds (``derive_seeds(seed, k)``); the
+method-vs-baseline claims are paired over those seeds. Scales: ``smoke`` (synthetic blobs, seconds),
+``quick`` (mfeat, r in {0.3, 0.5}, 3 seeds), ``full`` (mfeat, r in {0.1, 0.3, 0.5}, 5 seeds, every
+ablation, the lambda2 selection of
 criterion 5 on separate tuning seeds, the synthetic n-scaling run), ``paper`` (user-supplied
 Noisy-MNIST or CIFAR-10 feature views from ``$ICLR26_DATA/camel/``).
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.datasets import data_root
 
 from .data import load_mfeat, load_npz, make_incomplete_multiview_blobs
@@ -31,7 +32,7 @@ class Config:
 
     data: str
     rates: tuple[float, ...]
-    seed_offsets: tuple[int, ...]
+    n_seeds: int
     methods: tuple[str, ...]
     hyper: dict[str, Any] = field(default_factory=dict)
     timing_n: tuple[int, ...] = ()
@@ -42,14 +43,14 @@ class Config:
 
 
 CONFIGS = {
-    "smoke": Config("synthetic", (0.5,), (0,), ("camel", "camel_noconn", "bsv", "concat"), {"max_iter": 10},
+    "smoke": Config("synthetic", (0.5,), 1, ("camel", "camel_noconn", "bsv", "concat"), {"max_iter": 10},
                     timing_n=(150, 300), timing_iters=3, n_jobs=1),
-    "quick": Config("mfeat", (0.3, 0.5), (0, 1), ("camel", "camel_noconn", "bsv", "concat"),
+    "quick": Config("mfeat", (0.3, 0.5), 3, ("camel", "camel_noconn", "bsv", "concat"),
                     timing_n=(500, 1000, 2000), timing_source="mfeat", timing_iters=10),
-    "full": Config("mfeat", (0.1, 0.3, 0.5), (0, 1, 2),
+    "full": Config("mfeat", (0.1, 0.3, 0.5), 5,
                    ("camel", "camel_noconn", "camel_tnn", "bsv", "concat", "concat_spectral", "avg_anchor"),
                    timing_n=(2500, 5000, 10000, 20000), timing_iters=5, tune_lambda2=True),
-    "paper": Config("paper", (0.1, 0.3, 0.5), (0, 1, 2, 3, 4),
+    "paper": Config("paper", (0.1, 0.3, 0.5), 5,
                     ("camel", "camel_noconn", "camel_tnn", "bsv", "concat", "avg_anchor"),
                     timing_n=(5000, 10000, 20000, 50000), timing_iters=5),
 }
@@ -89,27 +90,38 @@ def _tune_lambda2(Xs, y, seed: int, n_jobs: int) -> tuple[dict[str, float], list
     return chosen, rows
 
 
+def per_seed(runs, metric: str, method: str, rate: float) -> tuple[list[int], np.ndarray]:
+    """``(seeds, values)``: ``metric`` of ``method`` at ``rate`` for each seed, in seed order (shape ``(n_seeds,)``)."""
+    rows = sorted((r for r in runs if r["method"] == method and np.isclose(r["rate"], rate)), key=lambda r: r["seed"])
+    if not rows:
+        raise ValueError(f"no rows for method {method!r} at rate {rate}")
+    return [r["seed"] for r in rows], np.array([r[metric] for r in rows], dtype=float)
+
+
 def _accuracy_claims(runs, rates) -> list[Claim]:
-    """Criteria 1-4 and 6 of the spec, for the rates this scale ran."""
+    """Criteria 1-4 and 6 of the spec, for the rates this scale ran; method vs baseline paired over seeds."""
     acc = {(m, r): mean_of(runs, "acc", method=m, rate=r) for m in {x["method"] for x in runs} for r in rates}
+    seeds, _ = per_seed(runs, "acc", "camel", rates[0])
     claims = []
     floors = {0.1: 0.85, 0.3: 0.82, 0.5: 0.78}
     for r in rates:
-        claims.append(Claim.at_least(f"camel_acc_r{r}", "mfeat ACC (prototype 0.85-0.93)", acc[("camel", r)],
-                                     floors[r], what=f"mean CAMEL ACC at r={r}"))
+        claims.append(Claim.mean_at_least(f"camel_acc_r{r}", "mfeat ACC (prototype 0.85-0.93)",
+                                          per_seed(runs, "acc", "camel", r)[1], seeds, floors[r],
+                                          what=f"mean CAMEL ACC at r={r}"))
     if 0.3 in rates:
-        nmi = mean_of(runs, "nmi", method="camel", rate=0.3)
-        claims.append(Claim.at_least("camel_nmi_r0.3", "high NMI on mfeat", nmi, 0.75, what="mean CAMEL NMI at r=0.3"))
+        claims.append(Claim.mean_at_least("camel_nmi_r0.3", "high NMI on mfeat", per_seed(runs, "nmi", "camel", 0.3)[1],
+                                          seeds, 0.75, what="mean CAMEL NMI at r=0.3"))
     for r in rates:
-        best = max(acc[("bsv", r)], acc[("concat", r)])
+        camel = per_seed(runs, "acc", "camel", r)[1]
         if r == 0.1:
-            claims.append(Claim.at_least("camel_vs_concat_r0.1", "CAMEL beats BSV and Concat in every table",
-                                         acc[("camel", r)] - acc[("concat", r)], -0.03,
-                                         what="ACC(CAMEL) - ACC(Concat) at r=0.1"))
+            claims.append(Claim.paired("camel_vs_concat_r0.1", "CAMEL beats BSV and Concat in every table", camel,
+                                       per_seed(runs, "acc", "concat", r)[1], seeds, margin=-0.03,
+                                       what="ACC(CAMEL) - ACC(Concat) at r=0.1"))
         else:
-            claims.append(Claim.at_least(f"camel_vs_baselines_r{r}", "CAMEL beats BSV and Concat in every table",
-                                         acc[("camel", r)] - best, 0.08,
-                                         what=f"ACC(CAMEL) - max(BSV, Concat) at r={r}"))
+            best = max(("bsv", "concat"), key=lambda m: acc[(m, r)])  # the stronger baseline on average
+            claims.append(Claim.paired(f"camel_vs_baselines_r{r}", "CAMEL beats BSV and Concat in every table", camel,
+                                       per_seed(runs, "acc", best, r)[1], seeds, margin=0.08,
+                                       what=f"ACC(CAMEL) - ACC({best}, the stronger baseline) at r={r}"))
     if 0.1 in rates and 0.5 in rates:
         drop = acc[("camel", 0.1)] - acc[("camel", 0.5)]
         concat_drop = acc[("concat", 0.1)] - acc[("concat", 0.5)]
@@ -119,13 +131,14 @@ def _accuracy_claims(runs, rates) -> list[Claim]:
                             float(drop - concat_drop), "CAMEL's drop - Concat's drop < 0",
                             bool(drop < concat_drop)))
     if 0.3 in rates:
-        claims.append(Claim.at_least("connectivity_matters", "connectivity + tensor beat either alone",
-                                     acc[("camel", 0.3)] - acc[("camel_noconn", 0.3)], 0.10,
-                                     what="ACC(CAMEL) - ACC(lambda2=0) at r=0.3"))
+        claims.append(Claim.paired("connectivity_matters", "connectivity + tensor beat either alone",
+                                   per_seed(runs, "acc", "camel", 0.3)[1],
+                                   per_seed(runs, "acc", "camel_noconn", 0.3)[1], seeds, margin=0.10,
+                                   what="ACC(CAMEL) - ACC(lambda2=0) at r=0.3"))
     if any(m == "camel_tnn" for m, _ in acc):
-        diff = float(np.mean([acc[("camel", r)] - acc[("camel_tnn", r)] for r in rates]))
-        claims.append(Claim.at_least("ldelta_vs_tnn", "l_delta beats the tensor nuclear norm", diff, -0.02,
-                                     what="mean over rates of ACC(l_delta) - ACC(TNN)"))
+        over_rates = [np.mean([per_seed(runs, "acc", m, r)[1] for r in rates], axis=0) for m in ("camel", "camel_tnn")]
+        claims.append(Claim.paired("ldelta_vs_tnn", "l_delta beats the tensor nuclear norm", *over_rates, seeds,
+                                   margin=-0.02, what="ACC(l_delta) - ACC(TNN), mean over rates"))
     return claims
 
 
@@ -156,7 +169,7 @@ def run_benchmark(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
     """Runs the scale's configuration and returns the ``Result`` (device is recorded; CAMEL runs on the CPU)."""
     cfg = CONFIGS[check_scale(scale)]
     Xs, y, data_name = _load(cfg, seed)
-    seeds = [seed + o for o in cfg.seed_offsets]
+    seeds = derive_seeds(seed, cfg.n_seeds)
     runs = sweep(Xs, y, cfg.methods, cfg.rates, seeds, hyper=cfg.hyper, n_jobs=cfg.n_jobs)
     claims = _accuracy_claims(runs, cfg.rates) if cfg.data != "synthetic" else _smoke_claims(runs)
     metrics: dict[str, float] = {}

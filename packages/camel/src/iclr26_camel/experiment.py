@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
 
 from .baselines import AverageAnchorGraph, BestSingleView, ConcatKMeans, ConcatSpectral
 from .masks import apply_mask, make_incomplete_mask
@@ -58,8 +57,7 @@ def run_one(method: str, Xs, y, mask, seed: int, hyper: dict[str, Any] | None = 
     n_clusters = int(np.unique(y).size)
     est = make_estimator(method, n_clusters, seed, hyper)
     start = time.perf_counter()
-    with threadpool_limits(1):
-        labels = est.fit_predict(Xs, mask, y) if method == "bsv" else est.fit_predict(Xs, mask)
+    labels = est.fit_predict(Xs, mask, y) if method == "bsv" else est.fit_predict(Xs, mask)
     row: dict[str, Any] = {"method": method, "seed": seed, **(extra or {}), **evaluate(y, labels),
                            "seconds": time.perf_counter() - start}
     if isinstance(est, CAMEL):

@@ -1,16 +1,20 @@
 """Swap-based evaluation: judge classifiers trained on ground truth, swap accuracies, controls, probes.
 
 A ``Judge`` holds one frame-level classifier per static factor (a sequence's class is the argmax
-of the mean frame probabilities) and one sequence-level classifier per dynamic factor (on the
-flattened sequence); both are scikit-learn ``MLPClassifier``s trained on ground-truth data only.
+of the mean frame probabilities) and one sequence-level classifier per dynamic factor (on
+sequence features: the flattened sequence by default); the classifiers are scikit-learn
+``MLPClassifier``s (the package judge) or gradient-boosted trees (``classifier="boosting"``, with
+``dynamic_features=pitch_track`` the independent tone judge), trained on ground-truth data only.
 """
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_curve
@@ -27,13 +31,39 @@ def _as_numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
+def flatten_sequence(x: np.ndarray) -> np.ndarray:
+    """Sequence features of the package judge: (n, V, *elem) -> (n, V prod(elem))."""
+    return x.reshape(len(x), -1)
+
+
+def pitch_track(x: np.ndarray, max_bin: int = 6) -> np.ndarray:
+    """Per-frame fundamental of tone log-spectrograms: (n, V, bins) -> f0 estimates (n, V), in bins.
+
+    The fundamental has the largest harmonic amplitude and f0 < 5.25 bins, so it is the strongest of
+    bins 1..``max_bin``; a Gaussian partial is a parabola in the log domain, so a parabola through
+    the peak bin and its two neighbours gives its centre.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3 or x.shape[2] < max_bin + 2:
+        raise ValueError(f"x: expected tone sequences (n, V, bins >= {max_bin + 2}), got shape {x.shape}")
+    k = x[..., 1 : max_bin + 1].argmax(-1) + 1
+    left, mid, right = (np.take_along_axis(x, (k + o)[..., None], -1)[..., 0] for o in (-1, 0, 1))
+    curv = left - 2 * mid + right
+    safe = np.where(curv < -1e-9, curv, -1.0)
+    return k + np.clip(np.where(curv < -1e-9, 0.5 * (left - right) / safe, 0.0), -0.5, 0.5)
+
+
 @dataclass
 class Judge:
-    """Ground-truth classifiers; ``heldout_accuracy`` maps each factor to its held-out accuracy."""
+    """Ground-truth classifiers; ``heldout_accuracy`` maps each factor to its held-out accuracy.
 
-    static_models: dict[str, MLPClassifier]
-    dynamic_models: dict[str, MLPClassifier]
+    ``dynamic_features`` maps sequences (n, V, *elem) to the dynamic classifiers' inputs (n, F).
+    """
+
+    static_models: dict[str, object]
+    dynamic_models: dict[str, object]
     heldout_accuracy: dict[str, float] = field(default_factory=dict)
+    dynamic_features: Callable[[np.ndarray], np.ndarray] = flatten_sequence
 
     def predict_proba(self, x) -> dict[str, np.ndarray]:
         """Class probabilities per factor for sequences x (n, V, *elem): name -> (n, n_classes)."""
@@ -42,8 +72,9 @@ class Judge:
         out = {}
         for name, clf in self.static_models.items():
             out[name] = clf.predict_proba(x.reshape(n * v, -1)).reshape(n, v, -1).mean(1)
+        feats = self.dynamic_features(x) if self.dynamic_models else None
         for name, clf in self.dynamic_models.items():
-            out[name] = clf.predict_proba(x.reshape(n, -1))
+            out[name] = clf.predict_proba(feats)
         return out
 
     def predict(self, x) -> dict[str, np.ndarray]:
@@ -52,19 +83,24 @@ class Judge:
 
 
 def train_judge(seqset: SeqSet, *, seed: int = 0, hidden: int = 128, frames_per_sequence: int = 4,
-                heldout: float = 0.2, min_accuracy: float = 0.99, max_iter: int = 200) -> Judge:
+                heldout: float = 0.2, min_accuracy: float = 0.99, max_iter: int = 200, classifier: str = "mlp",
+                dynamic_features: Callable[[np.ndarray], np.ndarray] = flatten_sequence) -> Judge:
     """Trains the judge on ground-truth sequences and checks it on a held-out part.
 
-    Static classifiers see ``frames_per_sequence`` random frames of each training sequence.
+    Static classifiers see ``frames_per_sequence`` random frames of each training sequence; dynamic
+    classifiers see ``dynamic_features`` of whole sequences. ``classifier``: ``"mlp"`` (one hidden layer
+    of ``hidden``) or ``"boosting"`` (histogram gradient boosting, ``max_iter`` rounds).
 
     Raises:
-        ValueError: no factors, or fewer than 10 sequences.
+        ValueError: no factors, fewer than 10 sequences, or an unknown ``classifier``.
         RuntimeError: a factor's held-out accuracy is below ``min_accuracy`` (the judge must not be trusted).
     """
     if not seqset.static and not seqset.dynamic:
         raise ValueError("seqset: expected at least one static or dynamic factor to judge")
     if len(seqset) < 10:
         raise ValueError(f"seqset: expected at least 10 sequences to train and check a judge, got {len(seqset)}")
+    if classifier not in ("mlp", "boosting"):
+        raise ValueError(f"classifier: expected 'mlp' or 'boosting', got {classifier!r}")
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seqset))
     cut = int(round(len(seqset) * (1 - heldout)))
@@ -73,13 +109,16 @@ def train_judge(seqset: SeqSet, *, seed: int = 0, hidden: int = 128, frames_per_
     frame_idx = rng.integers(0, v, (n, frames_per_sequence))
     frames = train.x[np.arange(n)[:, None], frame_idx].reshape(n * frames_per_sequence, -1)
 
-    def classifier() -> MLPClassifier:
+    def make():
+        if classifier == "boosting":
+            return HistGradientBoostingClassifier(max_iter=max_iter, early_stopping=False, random_state=seed)
         return MLPClassifier((hidden,), max_iter=max_iter, early_stopping=True, n_iter_no_change=8,
                              random_state=seed)
 
-    static = {k: classifier().fit(frames, np.repeat(lab, frames_per_sequence)) for k, lab in train.static.items()}
-    dynamic = {k: classifier().fit(train.x.reshape(n, -1), lab) for k, lab in train.dynamic.items()}
-    judge = Judge(static, dynamic)
+    static = {k: make().fit(frames, np.repeat(lab, frames_per_sequence)) for k, lab in train.static.items()}
+    feats = dynamic_features(train.x)
+    dynamic = {k: make().fit(feats, lab) for k, lab in train.dynamic.items()}
+    judge = Judge(static, dynamic, dynamic_features=dynamic_features)
     predicted = judge.predict(test.x)
     truth = {**test.static, **test.dynamic}
     judge.heldout_accuracy = {k: float(np.mean(predicted[k] == truth[k])) for k in truth}
@@ -127,9 +166,16 @@ def _accuracy(judge: Judge, x: np.ndarray, labels: dict[str, np.ndarray], names)
     return float(np.mean(np.all([pred[k] == labels[k] for k in names], axis=0)))
 
 
-def swap_accuracy(model, judge: Judge, test: SeqSet, *, n_pairs: int = 1000, steps: int = 18, seed: int = 0,
-                  batch_size: int = 512) -> dict[str, float]:
+def _judges(judge: Judge | Mapping[str, Judge]) -> dict[str, Judge]:
+    """One judge -> {"": judge}; a mapping of judges is kept (its names prefix the result keys)."""
+    return {"": judge} if isinstance(judge, Judge) else dict(judge)
+
+
+def swap_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *, n_pairs: int = 1000, steps: int = 18,
+                  seed: int = 0, batch_size: int = 512) -> dict[str, float]:
     """Judge accuracy of swaps x = decode(s_A, d_B) on random pairs with different factors.
+
+    ``judge``: one ``Judge``, or a mapping name -> ``Judge`` scoring the same swaps (keys ``<name>_...``).
 
     Returns:
         ``static_acc`` (the judge gives A's static factors, all of them), ``dynamic_acc`` (B's dynamic
@@ -139,16 +185,19 @@ def swap_accuracy(model, judge: Judge, test: SeqSet, *, n_pairs: int = 1000, ste
     kwargs = _decode_kwargs(model, steps, seed)
     x = _batched(lambda sl: model.swap(test.x[a[sl]], test.x[b[sl]], **kwargs), len(a), batch_size)
     labels = {**{k: v[a] for k, v in test.static.items()}, **{k: v[b] for k, v in test.dynamic.items()}}
-    pred = judge.predict(x)
-    out = {"static_acc": _accuracy(judge, x, labels, test.static),
-           "dynamic_acc": _accuracy(judge, x, labels, test.dynamic)}
-    out.update({f"acc_{k}": float(np.mean(pred[k] == labels[k])) for k in labels})
+    out = {}
+    for name, j in _judges(judge).items():
+        pre = f"{name}_" if name else ""
+        pred = j.predict(x)
+        out[f"{pre}static_acc"] = _accuracy(j, x, labels, test.static)
+        out[f"{pre}dynamic_acc"] = _accuracy(j, x, labels, test.dynamic)
+        out.update({f"{pre}acc_{k}": float(np.mean(pred[k] == labels[k])) for k in labels})
     return out
 
 
-def control_accuracy(model, judge: Judge, test: SeqSet, *, n: int = 500, steps: int = 18, seed: int = 0,
-                     batch_size: int = 512) -> dict[str, float]:
-    """Controls of the swap protocol on n test sequences A.
+def control_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *, n: int = 500, steps: int = 18,
+                     seed: int = 0, batch_size: int = 512) -> dict[str, float]:
+    """Controls of the swap protocol on n test sequences A (``judge`` as in ``swap_accuracy``).
 
     ``self_static_acc`` / ``self_dynamic_acc``: decode(s_A, d_A) reproduces A's factors;
     ``random_s_static_acc``: decode(s_rand, d_A) with s_rand ~ N(mean(s), std(s)^2) per dimension
@@ -162,9 +211,13 @@ def control_accuracy(model, judge: Judge, test: SeqSet, *, n: int = 500, steps: 
     labels = {**{k: v[idx] for k, v in test.static.items()}, **{k: v[idx] for k, v in test.dynamic.items()}}
     own = _batched(lambda sl: model.decode(s[sl], d[sl], **kwargs), len(idx), batch_size)
     rand = _batched(lambda sl: model.decode(s_rand[sl], d[sl], **kwargs), len(idx), batch_size)
-    return {"self_static_acc": _accuracy(judge, own, labels, test.static),
-            "self_dynamic_acc": _accuracy(judge, own, labels, test.dynamic),
-            "random_s_static_acc": _accuracy(judge, rand, labels, test.static)}
+    out = {}
+    for name, j in _judges(judge).items():
+        pre = f"{name}_" if name else ""
+        out[f"{pre}self_static_acc"] = _accuracy(j, own, labels, test.static)
+        out[f"{pre}self_dynamic_acc"] = _accuracy(j, own, labels, test.dynamic)
+        out[f"{pre}random_s_static_acc"] = _accuracy(j, rand, labels, test.static)
+    return out
 
 
 def probe_leakage(codes_s, codes_d, labels: dict[str, np.ndarray], *, folds: int = 5, seed: int = 0,

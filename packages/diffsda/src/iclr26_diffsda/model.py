@@ -100,7 +100,7 @@ class SequentialEncoder(nn.Module):
         width = 4 * _check_dim("mlp_hidden", mlp_hidden)
         self.causal, self.backbone = bool(causal), backbone
         if backbone == "mlp":
-            self.features = ConcatMLP(math.prod(self.elem_shape), width, dropout=dropout)
+            self.features = ConcatMLP(math.prod(self.elem_shape), width, dropout=dropout, linear_last=True)
         else:
             self.features = ConvFeatures(self.elem_shape, width)
         self.lstm = nn.LSTM(width, hidden, batch_first=True, bidirectional=True)
@@ -166,15 +166,18 @@ class DiffSDA(nn.Module):
     The encoder maps x^{1:V} to (s, d^{1:V}); the EDM decoder denoises each element x^tau
     independently, conditioned on z^tau = (d^tau, s). One loss, trained end to end:
     L = E[lambda(sigma) ||D_theta(x^tau + sigma eps; sigma, z^tau) - x^tau||^2], ln sigma ~ N(P_mean, P_std^2).
+    ``noise_repeats`` R: each element enters the denoising loss R times with fresh (sigma, eps) per copy and
+    one encoder pass (the official audio/time-series training repeats each batch 10 times).
 
     Data far from [-1, 1] are rescaled by a stored affine map (``set_data_scale``) that ``decode`` undoes.
     """
 
     def __init__(self, elem_shape, s_dim: int = 16, d_dim: int = 4, hidden_dim: int = 256, backbone: str = "mlp",
                  mlp_hidden: int = 256, P_mean: float = -0.4, P_std: float = 1.0, sigma_data: float = 0.5,
-                 causal: bool = False, unet_channels: int = 64, dropout: float = 0.1):
+                 causal: bool = False, unet_channels: int = 64, dropout: float = 0.1, noise_repeats: int = 1):
         super().__init__()
         self.encoder = SequentialEncoder(elem_shape, s_dim, d_dim, hidden_dim, backbone, mlp_hidden, causal, dropout)
+        self.noise_repeats = _check_dim("noise_repeats", noise_repeats)
         self.elem_shape, self.s_dim, self.d_dim = self.encoder.elem_shape, self.encoder.s_dim, self.encoder.d_dim
         if not P_std > 0:
             raise ValueError(f"P_std: expected a value > 0, got {P_std!r}")
@@ -244,13 +247,13 @@ class DiffSDA(nn.Module):
             weight = weight * valid.to(x.device, x.dtype).reshape(*valid.shape, *([1] * (x.dim() - 2)))
         x = x * weight  # unobserved values must not reach the encoder or the denoiser input
         s, d = self._encode_scaled(x, None, lengths)
-        b, v = x.shape[:2]
-        x0 = x.reshape(b * v, *self.elem_shape)
-        sigma = torch.exp(self.P_mean + self.P_std * torch.randn(b * v, device=x.device, dtype=x.dtype))
+        b, v, r = x.shape[0], x.shape[1], self.noise_repeats
+        x0 = x.reshape(b * v, *self.elem_shape).repeat(r, *([1] * len(self.elem_shape)))
+        sigma = torch.exp(self.P_mean + self.P_std * torch.randn(r * b * v, device=x.device, dtype=x.dtype))
         noisy = x0 + sigma.reshape(-1, *([1] * len(self.elem_shape))) * torch.randn_like(x0)
-        denoised = self.denoiser(noisy, sigma, self._condition(s, d))
+        denoised = self.denoiser(noisy, sigma, self._condition(s, d).repeat(r, 1))
         lam = edm.loss_weight(sigma, self.sigma_data).reshape(-1, *([1] * len(self.elem_shape)))
-        w = weight.reshape(b * v, *self.elem_shape)
+        w = weight.reshape(b * v, *self.elem_shape).repeat(r, *([1] * len(self.elem_shape)))
         return (lam * w * (denoised - x0) ** 2).sum() / w.sum().clamp_min(1.0)
 
     def encode(self, x, *, mask=None, lengths=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,11 +1,12 @@
 """The reproduction benchmarks ``dream.mfeat`` (criteria 1, 2, 3, 5) and ``dream.synthetic`` (criterion 4).
 
-Every DREAM variant and baseline runs in the same benchmark on the same data and seeds; each fit
-runs in its own single-thread process (two in parallel) on the CPU, in-process on CUDA. Claims are
+Every DREAM variant and baseline runs in the same benchmark on the same data and seeds
+(``derive_seeds(seed, k)``); DREAM-vs-baseline claims are paired over those seeds. Each fit runs in its
+own process (two in parallel; joblib splits the threads) on the CPU, in-process on CUDA. Claims are
 computed from the measured numbers. Scales: ``smoke`` (300-sample subsets, tiny networks, 2 + 3 epochs,
-in-process, no gated claims), ``quick`` (UCI3 / synthetic, seed 0, 30 + 15 epochs), ``full`` (HW seed 0,
-UCI3 seeds 0 and 1, the four ablations, 50 + 100 epochs; criterion 5's seed spread on UCI3), ``paper``
-(paper-size MLPs, 200 + 300 epochs, HW and UCI3 with two seeds each,
+2 seeds, in-process, only the central claim), ``quick`` (UCI3 / synthetic, 3 seeds, 30 + 15 epochs),
+``full`` (HW first seed, UCI3 5 seeds, the four ablations on the first seed, 50 + 100 epochs; criterion
+5's seed spread on UCI3), ``paper`` (paper-size MLPs, 200 + 300 epochs, HW and UCI3 with 5 seeds each,
 plus ALOI100 when ``$ICLR26_DATA/dream/aloi100.mat`` exists).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.datasets import data_root
 from iclr26_shared.metrics import clustering_accuracy
 from joblib import Parallel, delayed
@@ -83,9 +84,12 @@ def load_data(data: str, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
     raise ValueError(f"data: unknown benchmark dataset {data!r}")
 
 
-def run_method(method: str, Xs, y, seed: int, device: str = "cpu", threads: int | None = 1,
+def run_method(method: str, Xs, y, seed: int, device: str = "cpu", threads: int | None = None,
                dream_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Fits one method (a DREAM variant of ``VARIANTS`` or a baseline of ``BASELINES``); returns its row."""
+    """Fits one method (a DREAM variant of ``VARIANTS`` or a baseline of ``BASELINES``); returns its row.
+
+    ``threads`` sizes torch's pool for the fit (default: leave it as the caller set it).
+    """
     import time
 
     import torch
@@ -114,19 +118,20 @@ def run_method(method: str, Xs, y, seed: int, device: str = "cpu", threads: int 
     return {**scores(y, pred), "seconds": time.perf_counter() - start, **extra}
 
 
-def _run_job(job: Job, device: str, threads: int | None) -> dict[str, Any]:
+def _run_job(job: Job, device: str) -> dict[str, Any]:
     Xs, y = load_data(job.data, job.seed)
-    row = run_method(job.method, Xs, y, job.seed, device, threads, job.dream_kwargs)
+    row = run_method(job.method, Xs, y, job.seed, device, dream_kwargs=job.dream_kwargs)
     return {"method": job.method, "data": job.data, "seed": job.seed, **row}
 
 
 def run_jobs(jobs: list[Job], device: str, n_jobs: int = 2) -> list[dict[str, Any]]:
-    """Runs the fits, one single-thread process each (``n_jobs`` at once) on CPU, in-process on CUDA."""
+    """Runs the fits, ``n_jobs`` processes at once on CPU (joblib gives each its share of the threads),
+    in-process on CUDA or with ``n_jobs=1``."""
     if device != "cpu" or n_jobs == 1 or len(jobs) == 1:
-        return [_run_job(j, device, None if device != "cpu" else min(2, n_jobs)) for j in jobs]
+        return [_run_job(j, device) for j in jobs]
     # longest fits first so the two workers finish together
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].method not in VARIANTS)
-    rows = Parallel(n_jobs=n_jobs)(delayed(_run_job)(jobs[i], device, 1) for i in order)
+    rows = Parallel(n_jobs=n_jobs)(delayed(_run_job)(jobs[i], device) for i in order)
     out: list[dict[str, Any]] = [{}] * len(jobs)
     for i, row in zip(order, rows):
         out[i] = row
@@ -137,6 +142,22 @@ def _mean(rows, data: str, method: str, key: str = "acc", seeds=None) -> float:
     vals = [r[key] for r in rows
             if r["data"] == data and r["method"] == method and (seeds is None or r["seed"] in seeds)]
     return float(np.mean(vals)) if vals else float("nan")
+
+
+def per_seed(rows, data: str, method: str, seeds, key: str = "acc") -> np.ndarray:
+    """``key`` of ``method`` on ``data`` for each of ``seeds`` in that order, shape ``(len(seeds),)``.
+
+    Raises:
+        ValueError: a seed has no row.
+    """
+    found = {r["seed"]: r[key] for r in rows if r["data"] == data and r["method"] == method}
+    missing = [s for s in seeds if s not in found]
+    if missing:
+        raise ValueError(f"rows: no {method} on {data} for seeds {missing}")
+    return np.array([found[s] for s in seeds], dtype=float)
+
+
+N_SEEDS = {"smoke": 2, "quick": 3, "full": 5, "paper": 5}
 
 
 # quick/smoke: a short joint phase (DREAM's accuracy peaks early, see the README) and InfoNCE anchors in
@@ -150,33 +171,35 @@ SCHEDULE = {"smoke": {"pretrain_epochs": 2, "epochs": 3, "latent_dim": 16, "hidd
 
 def _mfeat_jobs(scale: str, seed: int) -> list[Job]:
     kw = SCHEDULE[scale]
-    s0, s1 = seed, seed + 1
+    seeds = derive_seeds(seed, N_SEEDS[scale])
+    s0 = seeds[0]
     if scale == "smoke":
-        return [Job("uci3_small", m, s0, kw) for m in ("dream", "concat_km", "concat_spec")]
+        return [Job("uci3_small", m, s, kw) for m in ("dream", "concat_km") for s in seeds]
     if scale == "quick":
-        return [Job("uci3", m, s0, kw) for m in ("dream", "concat_km", "concat_spec")]
+        return [Job("uci3", m, s, kw) for m in ("dream", "concat_km", "concat_spec") for s in seeds]
     # full: HW with one seed only (the spec's first cut to fit ~10 min); the seed spread moves to UCI3
-    hw_seeds = (s0,) if scale == "full" else (s0, s1)
-    jobs = [Job("hw", "dream", s, kw) for s in hw_seeds] + [Job("uci3", "dream", s, kw) for s in (s0, s1)]
+    hw_seeds = seeds[:1] if scale == "full" else seeds
+    jobs = [Job("hw", "dream", s, kw) for s in hw_seeds] + [Job("uci3", "dream", s, kw) for s in seeds]
     jobs += [Job("uci3", m, s0, kw) for m in ("dream_nosem", "dream_nostruct", "dream_avg", "dream_noalign")]
     jobs += [Job("hw", m, s, kw) for m in BASELINES for s in hw_seeds]
-    jobs += [Job("uci3", m, s, kw) for m in BASELINES for s in (s0, s1)]
+    jobs += [Job("uci3", m, s, kw) for m in BASELINES for s in seeds]
     if scale == "paper" and (data_root() / "dream" / "aloi100.mat").is_file():
         jobs += [Job("aloi100", m, s0, kw) for m in ("dream", "concat_km")]
     return jobs
 
 
 def mfeat_claims(rows, scale: str, seed: int) -> list[Claim]:
-    """Criteria 1, 2 (and at full/paper scale 3 and 5) from the measured rows."""
+    """Criteria 1, 2 (and at full/paper scale 3 and 5) from the measured rows; smoke: the central claim only."""
+    seeds = derive_seeds(seed, N_SEEDS[scale])
+    data = "uci3_small" if scale == "smoke" else "uci3"
+    uci = per_seed(rows, data, "dream", seeds)
+    central = Claim.paired("uci3_dream_vs_concat_kmeans", "DREAM beats every baseline on UCI", uci,
+                           per_seed(rows, data, "concat_km", seeds), seeds, margin=-0.01,
+                           what="ACC(DREAM) - ACC(ConcatKMeans)")
     if scale == "smoke":
-        return []
-    claims = []
-    seeds = (seed, seed + 1)
-    uci = _mean(rows, "uci3", "dream")
-    claims.append(Claim.at_least("uci3_dream_acc", "ACC 95.90 on UCI (3 views)", uci, 0.90, "DREAM ACC on UCI3"))
-    ckm = _mean(rows, "uci3", "concat_km")
-    claims.append(Claim.at_least("uci3_dream_vs_concat_kmeans", "DREAM beats every baseline on UCI",
-                                 uci - ckm, -0.01, "ACC(DREAM) - ACC(ConcatKMeans)"))
+        return [central]
+    claims = [Claim.mean_at_least("uci3_dream_acc", "ACC 95.90 on UCI (3 views)", uci, seeds, 0.90,
+                                  "mean DREAM ACC on UCI3"), central]
     if scale in ("quick",):
         return claims
     hw_acc, hw_nmi = _mean(rows, "hw", "dream"), _mean(rows, "hw", "dream", "nmi")
@@ -184,10 +207,10 @@ def mfeat_claims(rows, scale: str, seed: int) -> list[Claim]:
     claims.append(Claim.at_least("hw_dream_nmi", "HW: DREAM best NMI", hw_nmi, 0.87, "DREAM NMI on HW"))
     claims.append(Claim.at_least("hw_dream_vs_concat_kmeans", "DREAM beats every baseline on HW",
                                  hw_acc - _mean(rows, "hw", "concat_km"), -0.01, "ACC(DREAM) - ACC(ConcatKMeans)"))
-    full0 = _mean(rows, "uci3", "dream", seeds=(seed,))
+    full0 = _mean(rows, "uci3", "dream", seeds=seeds[:1])
     for method, paper_gap, threshold in (("dream_nostruct", "20.0", 0.05), ("dream_nosem", "8.9", 0.02),
                                          ("dream_avg", "13.2", 0.02), ("dream_noalign", "7.6", 0.0)):
-        gap = full0 - _mean(rows, "uci3", method, seeds=(seed,))
+        gap = full0 - _mean(rows, "uci3", method, seeds=seeds[:1])
         claims.append(Claim.at_least(f"uci3_ablation_{method}", f"UCI ACC gap full - {method} = {paper_gap} points",
                                      gap, threshold, f"ACC(full) - ACC({method})"))
     dream_rows = [r for r in rows if r["method"] in VARIANTS]
@@ -196,9 +219,9 @@ def mfeat_claims(rows, scale: str, seed: int) -> list[Claim]:
     claims.append(Claim("training_stable", "convergence stable", {"max_spread": spread, "finite": finite},
                         "L_Total max/min - 1 < 0.05 over the last 10 epochs, no NaN", bool(finite and spread < 0.05)))
     data = "hw" if scale == "paper" else "uci3"
-    acc0, acc1 = (_mean(rows, data, "dream", seeds=(s,)) for s in seeds)
-    claims.append(Claim.at_most(f"{data}_seed_spread", "stable across 5 seeds", abs(acc0 - acc1), 0.04,
-                                f"|ACC(seed {seeds[0]}) - ACC(seed {seeds[1]})| on {data.upper()}"))
+    accs = per_seed(rows, data, "dream", seeds)
+    claims.append(Claim.at_most(f"{data}_seed_spread", "stable across 5 seeds", float(accs.max() - accs.min()),
+                                0.04, f"max - min ACC over {len(seeds)} seeds on {data.upper()}"))
     return claims
 
 
@@ -209,29 +232,30 @@ SYNTHETIC_INPUT = {"preprocess": "zscore", "graph_metric": "euclidean"}
 def _synthetic_jobs(scale: str, seed: int) -> list[Job]:
     kw = {**SCHEDULE[scale], **SYNTHETIC_INPUT}
     data = "synthetic_small" if scale == "smoke" else "synthetic"
-    seeds = (seed,) if scale in ("smoke", "quick") else (seed, seed + 1)
+    seeds = derive_seeds(seed, N_SEEDS[scale])
     jobs = [Job(data, m, s, kw) for m in ("dream", "dream_nosem", "dream_nostruct") for s in seeds]
     return jobs + [Job(data, m, s, kw) for m in ("concat_km", "concat_spec") for s in seeds]
 
 
-def synthetic_claims(rows, scale: str) -> list[Claim]:
+def synthetic_claims(rows, scale: str, seed: int) -> list[Claim]:
     """Criterion 4: DREAM recovers the ring structure the baselines miss, and its gate leans on structure."""
     if scale == "smoke":
         return []
-    d = "synthetic"
-    dream = _mean(rows, d, "dream")
+    d, seeds = "synthetic", derive_seeds(seed, N_SEEDS[scale])
+    dream = per_seed(rows, d, "dream", seeds)
     gates = np.mean([r["gate"] for r in rows if r["data"] == d and r["method"] == "dream"], axis=0)
     claims = [
-        Claim.at_least("synthetic_dream_acc", "gated dual-branch fusion exploits the reliable source", dream, 0.90,
-                       "DREAM ACC"),
-        Claim.at_most("synthetic_concat_kmeans_acc", "feature-only baselines miss the ring structure",
-                      _mean(rows, d, "concat_km"), 0.40, "ConcatKMeans ACC"),
-        Claim.at_most("synthetic_concat_spectral_acc", "feature-only baselines miss the ring structure",
-                      _mean(rows, d, "concat_spec"), 0.60, "ConcatSpectral ACC"),
-        Claim.at_most("synthetic_semantic_only_acc", "w/o structural branch loses most (ablation)",
-                      _mean(rows, d, "dream_nostruct"), 0.75, "ACC(use_structure=False)"),
-        Claim.at_least("synthetic_dream_vs_structure_only", "the gate keeps the structural signal",
-                       dream - _mean(rows, d, "dream_nosem"), -0.02, "ACC(DREAM) - ACC(use_semantic=False)"),
+        Claim.mean_at_least("synthetic_dream_acc", "gated dual-branch fusion exploits the reliable source", dream,
+                            seeds, 0.90, "mean DREAM ACC"),
+        Claim.mean_at_most("synthetic_concat_kmeans_acc", "feature-only baselines miss the ring structure",
+                           per_seed(rows, d, "concat_km", seeds), seeds, 0.40, "mean ConcatKMeans ACC"),
+        Claim.mean_at_most("synthetic_concat_spectral_acc", "feature-only baselines miss the ring structure",
+                           per_seed(rows, d, "concat_spec", seeds), seeds, 0.60, "mean ConcatSpectral ACC"),
+        Claim.mean_at_most("synthetic_semantic_only_acc", "w/o structural branch loses most (ablation)",
+                           per_seed(rows, d, "dream_nostruct", seeds), seeds, 0.75, "mean ACC(use_structure=False)"),
+        Claim.paired("synthetic_dream_vs_structure_only", "the gate keeps the structural signal", dream,
+                     per_seed(rows, d, "dream_nosem", seeds), seeds, margin=-0.02,
+                     what="ACC(DREAM) - ACC(use_semantic=False)"),
         Claim("synthetic_gate_ring_view", "the gate down-weights the unreliable semantic signal",
               {"blob": float(gates[0]), "ring": float(gates[1])},
               "mean semantic share on ring view < 0.5 and < blob view's",
@@ -265,7 +289,7 @@ def run_synthetic(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
     """``dream.synthetic``: the semantic/structural reliability-shift set (criterion 4)."""
     check_scale(scale)
     rows = run_jobs(_synthetic_jobs(scale, seed), device, n_jobs=1 if scale == "smoke" else 2)
-    return _result(rows, synthetic_claims(rows, scale))
+    return _result(rows, synthetic_claims(rows, scale, seed))
 
 
 MFEAT_BENCHMARK = Benchmark("dream.mfeat", PAPER, PACKAGE, run_mfeat)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
-from iclr26_shared.datasets import data_root
 
 from .datasets import load_logits, make_digits_logits, tune_pool_split
 from .predictor import EnergyConformalClassifier
@@ -346,6 +345,8 @@ def _digits(proto: Protocol, device: str, seed: int) -> Result:
 
 def _paper(proto: Protocol, device: str, seed: int) -> Result:
     """The GPU-scale protocol on user-computed logits under ``<data root>/energycp/`` (see README)."""
+    from iclr26_shared.datasets import data_root  # imports scikit-learn: only when a data folder is read
+
     folder = data_root() / "energycp"
     missing = [f for f, *_ in PAPER_FILES.values() if not (folder / f).is_file()]
     if missing:

@@ -11,16 +11,12 @@ import csv
 import os
 import pathlib
 import warnings
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
-import sklearn
 from iclr26_shared.bench import atomic_path
 from iclr26_shared.cache import cache_dir
-from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
-from sklearn.neural_network import MLPClassifier
 
 from ._checks import check_labels, check_matrix
 
@@ -35,13 +31,20 @@ def _corrupt(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def _mlp_logits(mlp: MLPClassifier, X: np.ndarray) -> np.ndarray:
-    """Pre-softmax output of a one-hidden-layer ReLU MLP: ``relu(X W1 + b1) W2 + b2``, (n, 64) -> (n, 10)."""
+def _mlp_logits(mlp, X: np.ndarray) -> np.ndarray:
+    """Pre-softmax output of a fitted one-hidden-layer ReLU ``MLPClassifier``: ``relu(X W1 + b1) W2 + b2``,
+    (n, 64) -> (n, 10)."""
     h = np.maximum(X @ mlp.coefs_[0] + mlp.intercepts_[0], 0.0)
     return h @ mlp.coefs_[1] + mlp.intercepts_[1]
 
 
 def _build(random_state: int) -> dict[str, np.ndarray]:
+    # scikit-learn is imported here, not at module level: importing it costs seconds (the CLI's --help included)
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     X_tr, X_pool, y_tr, y_pool = train_test_split(X, y, test_size=0.6, random_state=random_state, stratify=y)
@@ -74,7 +77,7 @@ def make_digits_logits(random_state: int = 0, cache: bool = True) -> dict[str, n
     """
     if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
         raise ValueError(f"random_state: expected a non-negative int, got {random_state!r}")
-    path = cache_dir("energycp") / f"digits_logits_rs{random_state}_sklearn{sklearn.__version__}.npz"
+    path = cache_dir("energycp") / f"digits_logits_rs{random_state}_sklearn{version('scikit-learn')}.npz"
     if cache and path.exists():
         with np.load(path) as f:
             if all(k in f for k in _KEYS):

@@ -203,12 +203,17 @@ def classify_points(u0, v0, y, eta, lam: float = 0.0, steps: int | None = None, 
             "steps_to_diverge": ds.astype(np.int32).reshape(shape)}
 
 
+U_OFFSET, V_OFFSET = 0.75, 0.5  # sample positions inside a pixel, in pixel widths; |u +- v| >= 1/4 px
+
+
 def grid_axes(extent, resolution: int, offset: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (us, vs), each of shape (resolution,), over ``extent = (u_min, u_max, v_min, v_max)``.
 
-    ``offset=True`` puts samples at pixel centres (a half-pixel offset), so a symmetric extent never
-    samples the measure-zero lines u = ±v, where the map is one-dimensional and its basins differ.
-    ``offset=False`` samples ``linspace(min, max, resolution)``, endpoints included.
+    ``offset=True`` samples inside each pixel: v at the pixel centre (fraction 1/2), u a quarter pixel
+    past it (fraction 3/4). On a square extent symmetric about 0 every sample then keeps a quarter pixel
+    from the measure-zero lines u = ±v, where the map is one-dimensional and its basins differ (plain
+    pixel centres put a whole row of samples on both lines). ``offset=False`` samples
+    ``linspace(min, max, resolution)``, endpoints included.
     """
     if not isinstance(extent, (tuple, list, np.ndarray)) or len(extent) != 4:
         raise ValueError(f"extent: expected (u_min, u_max, v_min, v_max), got {extent!r}")
@@ -217,8 +222,9 @@ def grid_axes(extent, resolution: int, offset: bool = True) -> tuple[np.ndarray,
         raise ValueError(f"extent: expected u_max > u_min and v_max > v_min (non-zero area), got {tuple(extent)}")
     resolution = _checks.positive_int("resolution", resolution, 16)
     if offset:
-        frac = (np.arange(resolution) + 0.5) / resolution
-        return u_min + (u_max - u_min) * frac, v_min + (v_max - v_min) * frac
+        i = np.arange(resolution)
+        return (u_min + (u_max - u_min) * (i + U_OFFSET) / resolution,
+                v_min + (v_max - v_min) * (i + V_OFFSET) / resolution)
     return np.linspace(u_min, u_max, resolution), np.linspace(v_min, v_max, resolution)
 
 
@@ -306,7 +312,8 @@ def basin_map(eta, y, lam: float = 0.0, extent=(-4, 4, -4, 4), resolution: int =
     Args:
         eta, y, lam: step size, target and ℓ2 coefficient (0 ≤ λ < |y|).
         extent: (u_min, u_max, v_min, v_max), non-zero area. resolution: pixels per side, ≥ 16.
-        offset: sample pixel centres (default), which keeps a symmetric grid off the lines u = ±v.
+        offset: sample inside pixels with u staggered (default; see ``grid_axes``), which keeps a
+            symmetric grid off the lines u = ±v.
         labels, steps, tol, blowup, backend, device, chunk, dtype: see ``classify_points``.
             float32 is allowed (torch on GPU) but warned about: boundary dimensions can shift.
 
@@ -365,8 +372,8 @@ def zoom_sequence(center, widths, **basin_kwargs) -> list[BasinMap]:
 def refinement_flip_fraction(basin_kwargs: dict, resolutions) -> list[float]:
     """Fraction of fine pixels whose label differs from the coarse pixel containing them, for each refinement.
 
-    ``resolutions`` is increasing, each a multiple of the previous one; with pixel-centre sampling a
-    coarse pixel's sample sits at the centre of its block of fine pixels. For a boundary of box
+    ``resolutions`` is increasing, each a multiple of the previous one; with ``grid_axes``' in-pixel
+    sampling a coarse pixel's sample lies inside its block of fine pixels. For a boundary of box
     dimension D the fraction decays like (pixel width)^(2 − D).
 
     Returns:

@@ -19,6 +19,7 @@ from iclr26_shared.cli import (
     common_options,
     existing_file,
     output_paths,
+    positive_int,
     progress,
     run,
     usage_error,
@@ -120,8 +121,8 @@ def _sweep(args) -> int:
         print(f"{rec['status']:6s} {rec['dataset']} {rec['method']} {rec['setting']} seed {rec['seed']} "
               f"F1 {'-' if f1 is None else f'{f1:.3f}'}")
 
-    records = run_sweep(specs, backend=args.backend, n_jobs=args.n_jobs, out=jsonl, resume=args.resume,
-                        overwrite=args.force, data_dir=args.data_root, on_result=show)
+    records = run_sweep(specs, backend=args.backend, jobs=args.jobs, address=args.address, out=jsonl,
+                        resume=args.resume, overwrite=args.force, data_dir=args.data_root, on_result=show)
     failed = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} runs in {jsonl} ({failed} failed)")
     return 1 if failed else 0
@@ -184,8 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", default=["nnpu", "upu", "naive"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--budget", default="cpu", choices=["cpu", "paper", "smoke"])
-    p.add_argument("--backend", default="joblib", choices=BACKENDS)
-    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--backend", default="local", choices=BACKENDS,
+                   help="local joblib processes (--jobs 1: in this process), or a dask / ray cluster")
+    p.add_argument("--jobs", type=positive_int, default=2, help="local workers, or the size of a local cluster")
+    p.add_argument("--address", default=None, help="Dask scheduler / Ray cluster to join (default: start one)")
     p.add_argument("--resume", action="store_true", help="continue an existing results.jsonl (skip finished runs)")
     p.add_argument("--dry-run", action="store_true", help="print the number of runs and the first keys")
     p.set_defaults(handler=_sweep)

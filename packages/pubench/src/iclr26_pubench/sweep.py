@@ -1,9 +1,10 @@
 """Sweeps: frozen run specifications, one pure function per run, resumable JSONL results.
 
 ``run_one(spec)`` depends on nothing but the ``RunSpec`` (and ``data_dir``); ``run_sweep`` maps it over
-specs serially, on joblib, on Ray or on Dask, and appends one JSON line per finished run keyed by
-``spec.key()``. Timings go to a sidecar ``<out>.timing.jsonl`` so that the results file itself is
-byte-identical across backends and reruns.
+specs with the repository's one fan-out mechanism, ``iclr26_shared.parallel.parallel_map`` (``"local"``
+joblib processes, ``jobs=1`` in this process; a ``"dask"`` or ``"ray"`` cluster), and appends one JSON line
+per finished run keyed by ``spec.key()``. Timings go to a sidecar ``<out>.timing.jsonl`` so that the
+results file itself is byte-identical across backends and reruns.
 """
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import math
 import os
 import pathlib
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from iclr26_shared.parallel import BACKENDS, parallel_map
 
 from .data import LABELINGS, SCHEMES, make_benchmark_splits, make_pu_split
 from .datasets import dataset_names
@@ -26,7 +28,6 @@ from .methods import REGISTRY, get_method
 from .metrics import oracle_metrics, proxy_accuracy, proxy_auc
 
 BUDGETS = ("cpu", "paper", "smoke")
-BACKENDS = ("serial", "joblib", "ray", "dask")
 VARY_C = (0.01, 0.03, 0.05, 0.07, 0.09, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 PRESETS: dict[str, list[tuple[str, str, float]]] = {
     "typical": [("case-control", "scar", 0.1)],
@@ -130,13 +131,11 @@ def _estimator(spec: RunSpec):
 def run_one(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> dict[str, Any]:
     """Runs one spec and returns its result record (a plain dict; timings under ``"timing"``).
 
-    Pure: all randomness comes from ``spec.seed``; torch uses one thread for the duration of the call.
+    Pure: all randomness comes from ``spec.seed`` (torch's thread pool is left as the caller set it).
     A run that raises is returned with ``status="failed"`` and the error text.
     """
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     # the first optimiser of a process imports torch._dynamo (seconds); keep that out of fit_time
     torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.0)
     record: dict[str, Any] = {"key": spec.key(), **spec.to_dict(), "setting": spec.setting,
@@ -147,8 +146,6 @@ def run_one(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> dict[st
     except Exception as err:  # one failed run must not stop a sweep
         record.update(status="failed", error=f"{type(err).__name__}: {err}",
                       traceback=traceback.format_exc(limit=3))
-    finally:
-        torch.set_num_threads(threads)
     return _clean(record)
 
 
@@ -211,54 +208,6 @@ def timing_path(out: str | os.PathLike) -> pathlib.Path:
     return p.with_name(p.stem + ".timing.jsonl")
 
 
-def _map_serial(fn, specs, n_jobs):
-    return (fn(s) for s in specs)
-
-
-def _map_joblib(fn, specs, n_jobs):
-    from joblib import Parallel, delayed
-
-    return Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")(delayed(fn)(s) for s in specs)
-
-
-def _map_ray(fn, specs, n_jobs):
-    try:
-        import ray
-    except ImportError as err:
-        raise ImportError("backend 'ray' needs Ray: pip install 'iclr26-pubench[ray]'") from err
-    if not ray.is_initialized():
-        ray.init(num_cpus=None if n_jobs in (None, -1) else n_jobs, include_dashboard=False)
-    remote = ray.remote(num_cpus=1)(fn)
-    pending = [remote.remote(s) for s in specs]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        yield ray.get(done[0])
-
-
-def _map_dask(fn, specs, n_jobs):
-    try:
-        from distributed import Client, LocalCluster, as_completed, get_client
-    except ImportError as err:
-        raise ImportError("backend 'dask' needs dask.distributed: pip install 'iclr26-pubench[dask]'") from err
-    try:
-        client, own = get_client(), None
-    except ValueError:
-        workers = os.cpu_count() if n_jobs in (None, -1) else n_jobs
-        own = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(own)
-    try:
-        for fut in as_completed(client.map(fn, list(specs), pure=False)):
-            yield fut.result()
-    finally:
-        if own is not None:
-            client.close()
-            own.close()
-
-
-_EXECUTORS: dict[str, Callable[..., Iterator[dict]]] = {"serial": _map_serial, "joblib": _map_joblib,
-                                                        "ray": _map_ray, "dask": _map_dask}
-
-
 class _Runner:
     """Picklable ``spec -> run_one(spec, data_dir)``."""
 
@@ -269,7 +218,7 @@ class _Runner:
         return run_one(spec, self.data_dir)
 
 
-def run_sweep(specs: Iterable[RunSpec], *, backend: str = "joblib", n_jobs: int = -1,
+def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1, address: str | None = None,
               out: str | os.PathLike = "results.jsonl", resume: bool = True, overwrite: bool = False,
               data_dir: str | os.PathLike | None = None,
               on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
@@ -277,8 +226,11 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "joblib", n_jobs: int 
 
     Args:
         specs: run specifications (duplicates run once).
-        backend: ``"serial"``, ``"joblib"`` (loky processes), ``"ray"`` or ``"dask"``.
-        n_jobs: workers (-1: all cores).
+        backend: ``"local"`` (joblib's loky processes), ``"dask"`` or ``"ray"`` (see
+            ``iclr26_shared.parallel``).
+        jobs: local workers, or the size of the local cluster started when no ``address`` is given
+            (``"local"`` with ``jobs=1`` runs in this process).
+        address: the Dask scheduler or Ray cluster to join (default: start a local one).
         out: JSONL results file; each finished run is appended as one line (timings in the sidecar).
         resume: skip specs whose key is already in ``out``. With ``resume=False`` an existing ``out`` is an
             error unless ``overwrite``.
@@ -288,7 +240,9 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "joblib", n_jobs: int 
         ValueError: unknown backend; ``out`` exists with ``resume=False`` and ``overwrite=False``.
     """
     if backend not in BACKENDS:
-        raise ValueError(f"backend: expected one of {list(BACKENDS)}, got {backend!r}")
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if int(jobs) < 1:
+        raise ValueError(f"jobs: expected a positive number of workers, got {jobs}")
     out = pathlib.Path(out)
     specs = list(dict.fromkeys(specs))
     if not resume:
@@ -305,7 +259,9 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "joblib", n_jobs: int 
                 fh.write("\n")
     if pending:
         with open(out, "a", encoding="utf-8") as fh, open(timing_path(out), "a", encoding="utf-8") as th:
-            for rec in _EXECUTORS[backend](_Runner(data_dir), pending, n_jobs):
+            runs = parallel_map(_Runner(data_dir), pending, backend=backend, jobs=int(jobs), address=address,
+                                extra="iclr26-pubench")
+            for rec in runs:
                 timing = rec.pop("timing", None)
                 fh.write(json.dumps(rec, sort_keys=True) + "\n")
                 fh.flush()

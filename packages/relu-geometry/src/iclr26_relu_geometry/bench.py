@@ -1,8 +1,10 @@
 """The registered reproduction ``relu-geometry``: gap vs data geometry for GD below the edge of stability.
 
-- ``smoke``: sphere vs α = 5 at n = 128, 200 steps (exercises every path; claims may not hold).
-- ``quick``: α ∈ {sphere, 0.3, 1.5, 5} at n = 512, one seed, 4000 steps; sharpness at the end.
-- ``full``: the α sweep at n ∈ {128, 256, 512, 1024} and 2 seeds, lines vs Beta(1) at d ∈ {5, 50},
+Seeds are ``derive_seeds(seed, n_seeds)``; the central claim (sphere vs α = 5 gap) is paired over them.
+
+- ``smoke``: sphere vs α = 5 at n = 128, 200 steps, 2 seeds (exercises every path; claims may not hold).
+- ``quick``: α ∈ {sphere, 0.3, 1.5, 5} at n = 512, 3 seeds, 4000 steps; sharpness at the end.
+- ``full``: the α sweep at n ∈ {128, 256, 512, 1024} and 5 seeds, lines vs Beta(1) at d ∈ {5, 50},
   n ∈ {256, 1024}, digits vs Gaussian shell; sharpness every 500 steps.
 - ``paper``: width 1000, n up to 8192, α ∈ {0.1, 0.3, 1.5, 5}, 5 seeds, lines up to d = 500, MNIST (local folder)
   vs Gaussian inputs at d = 784 (GPU).
@@ -13,8 +15,7 @@ import math
 import pathlib
 from dataclasses import dataclass, replace
 
-import torch
-from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 
 from .activations import activation_report
 from .data import mnist_dataset
@@ -47,9 +48,9 @@ class Scale:
 
 
 SCALE_CONFIGS = {
-    "smoke": Scale(alphas=(0.0, 5.0), ns=(128,), n_seeds=1, steps=200, n_test=500, ordering_n=128, memorisation_n=128),
-    "quick": Scale(alphas=(0.0, 0.3, 1.5, 5.0), ns=(512,), n_seeds=1, steps=4000, n_test=2000),
-    "full": Scale(alphas=(0.0, 0.3, 1.5, 5.0), ns=(128, 256, 512, 1024), n_seeds=2, steps=4000, n_test=4000,
+    "smoke": Scale(alphas=(0.0, 5.0), ns=(128,), n_seeds=2, steps=200, n_test=500, ordering_n=128, memorisation_n=128),
+    "quick": Scale(alphas=(0.0, 0.3, 1.5, 5.0), ns=(512,), n_seeds=3, steps=4000, n_test=2000),
+    "full": Scale(alphas=(0.0, 0.3, 1.5, 5.0), ns=(128, 256, 512, 1024), n_seeds=5, steps=4000, n_test=4000,
                   sharpness_every=500, sharpness_iters=50, intrinsic_ds=(5, 50), intrinsic_ns=(256, 1024),
                   real=("digits", 64, 1000, 797), ordering_n=1024),
     "paper": Scale(alphas=(0.0, 0.1, 0.3, 1.5, 5.0), ns=(128, 256, 512, 1024, 2048, 4096, 8192), n_seeds=5,
@@ -74,25 +75,52 @@ def _beos_claim(rows: list[dict]) -> Claim:
                  f"diverged with α >= 0.3: {len(bad_divergence)} (must be 0)", holds)
 
 
-def _ordering_claim(gap: dict[float, float], n: int) -> Claim:
+def _per_seed(rows: list[dict], n: int, value: str, alphas=(0.0, 5.0)) -> tuple[list[int], list[list[float]]]:
+    """The seeds having finished runs at every α of ``alphas`` at ``n``, and ``value`` per α, one list per α.
+
+    A seed whose run at one of these α diverged (its ``value`` is NaN) is left out, and so drops from the claims.
+    """
+    table: dict[int, dict[float, float]] = {}
+    for r in rows:
+        if r["family"] == "beta" and r["n"] == n and r["alpha"] in alphas and not r["diverged"]:
+            table.setdefault(r["seed"], {})[r["alpha"]] = float(r[value])
+    seeds = sorted(s for s, v in table.items() if len(v) == len(alphas) and all(map(math.isfinite, v.values())))
+    return seeds, [[table[s][a] for s in seeds] for a in alphas]
+
+
+def _not_measured(name: str, paper: str, n: int) -> Claim:
+    return Claim(name, paper, "no seed with finished runs", f"needs finished runs at n = {n}", False)
+
+
+def _gap_claims(rows: list[dict], n: int) -> list[Claim]:
+    """The central claim, gap(sphere) ≥ 3·gap(α = 5) paired over seeds, and the full α ordering of the seed means."""
+    paper = ("gap decays faster as α grows; the sphere is easiest to memorise "
+             "(slopes −0.05, −0.12, −0.25, −0.38 for α = 0.1, 0.3, 1.5, 5)")
+    seeds, (sphere, deep) = _per_seed(rows, n, "gap")
+    central = (Claim.paired("geometry_gap_contrast", paper, sphere, [3 * g for g in deep], seeds,
+                            what=f"gap(sphere) − 3·gap(α=5) at n = {n}") if seeds
+               else _not_measured("geometry_gap_contrast", paper, n))
+    gap = {a: v for (a, m), v in mean_over_seeds(rows, ("alpha", "n"), "gap").items() if m == n}
     g = [gap.get(a, float("nan")) for a in (0.0, 0.3, 1.5, 5.0)]
-    chain = g[0] > g[1] > g[2] >= 0.9 * g[3]
-    ratio = g[0] / g[3] if g[3] > 0 else float("inf") if g[0] > 0 else float("nan")
-    holds = bool(all(map(math.isfinite, g)) and chain and g[0] >= 3 * g[3])
+    chain = bool(all(map(math.isfinite, g)) and g[0] > g[1] > g[2] >= 0.9 * g[3])
     measured = "; ".join(f"{_name(a)} {v:.4f}" for a, v in zip((0.0, 0.3, 1.5, 5.0), g))
-    return Claim("geometry_ordering", "gap decays faster as α grows; the sphere is easiest to memorise "
-                 "(slopes −0.05, −0.12, −0.25, −0.38 for α = 0.1, 0.3, 1.5, 5)", measured,
-                 f"at n = {n}: gap(sphere) > gap(0.3) > gap(1.5) >= 0.9·gap(5) and gap(sphere) >= 3·gap(5) "
-                 f"(ratio {ratio:.3g})", holds)
+    ordering = Claim("geometry_ordering", paper, measured, f"seed means at n = {n}: gap(sphere) > gap(0.3) > "
+                     "gap(1.5) >= 0.9·gap(5)", chain)
+    return [central, ordering]
 
 
-def _memorisation_claim(train: dict[float, float], n: int) -> Claim:
-    s2 = SIGMA**2
-    sph, a5 = train.get(0.0, float("nan")) / s2, train.get(5.0, float("nan")) / s2
-    holds = bool(sph <= 0.75 and a5 >= 0.85 and a5 - sph >= 0.15)
-    return Claim("memorisation_contrast", "on the sphere GD below EoS fits the label noise; deep data does not",
-                 f"train MSE/σ²: sphere {sph:.3f}, α=5 {a5:.3f}",
-                 f"at n = {n}: sphere <= 0.75, α=5 >= 0.85, difference >= 0.15", holds)
+def _memorisation_claims(rows: list[dict], n: int) -> list[Claim]:
+    """Train MSE/σ²: α = 5 exceeds the sphere by ≥ 0.15 paired over seeds; sphere ≤ 0.75 and α = 5 ≥ 0.85 on average."""
+    paper = "on the sphere GD below EoS fits the label noise; deep data does not"
+    seeds, (sphere, deep) = _per_seed(rows, n, "train_mse")
+    if not seeds:
+        return [_not_measured("memorisation_contrast", paper, n)]
+    sphere, deep = [v / SIGMA**2 for v in sphere], [v / SIGMA**2 for v in deep]
+    return [Claim.paired("memorisation_contrast", paper, deep, sphere, seeds, margin=0.15,
+                         what=f"train MSE/σ²: α=5 − sphere at n = {n}"),
+            Claim.mean_at_most("memorisation_sphere", paper, sphere, seeds, 0.75,
+                               what=f"train MSE/σ², sphere, n = {n}"),
+            Claim.mean_at_least("memorisation_deep", paper, deep, seeds, 0.85, what=f"train MSE/σ², α=5, n = {n}")]
 
 
 def _path_norm_claim(rows: list[dict]) -> Claim:
@@ -107,11 +135,9 @@ def _path_norm_claim(rows: list[dict]) -> Claim:
 
 def _run(scale_name: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     scale = SCALE_CONFIGS[check_scale(scale_name)]
-    if device == "cpu":
-        torch.set_num_threads(1)
     if scale.real and scale.real[0] == "mnist":
         mnist_dataset(rng=seed)  # fail before hours of GPU time when the local MNIST folder is missing
-    seeds = tuple(seed + i for i in range(scale.n_seeds))
+    seeds = derive_seeds(seed, scale.n_seeds)
     base = RunConfig(family="beta", width=scale.width, eta=ETA, steps=scale.steps, n_test=scale.n_test,
                      noise=SIGMA, sharpness_every=scale.sharpness_every, sharpness_iters=scale.sharpness_iters)
     configs = [replace(base, alpha=a, n=n, seed=s) for s in seeds for a in scale.alphas for n in scale.ns]
@@ -145,8 +171,8 @@ def _run(scale_name: str, device: str, seed: int, out_dir: pathlib.Path) -> Resu
     gap_at = {a: v for (a, n), v in mean_over_seeds(rows, ("alpha", "n"), "gap").items() if n == scale.ordering_n}
     train_at = {a: v for (a, n), v in mean_over_seeds(rows, ("alpha", "n"), "train_mse").items()
                 if n == scale.memorisation_n}
-    result.claims += [_beos_claim(rows + intrinsic + real), _ordering_claim(gap_at, scale.ordering_n),
-                      _memorisation_claim(train_at, scale.memorisation_n), _path_norm_claim(rows + intrinsic + real)]
+    result.claims += [*_gap_claims(rows, scale.ordering_n), _beos_claim(rows + intrinsic + real),
+                      *_memorisation_claims(rows, scale.memorisation_n), _path_norm_claim(rows + intrinsic + real)]
     for a, v in gap_at.items():
         result.metrics[f"gap_{_name(a)}_n{scale.ordering_n}"] = v
     for a, v in train_at.items():
@@ -155,7 +181,7 @@ def _run(scale_name: str, device: str, seed: int, out_dir: pathlib.Path) -> Resu
                                                 default=float("nan"))
     result.metrics["two_over_eta"] = 2.0 / ETA
 
-    shattering = {r["alpha"]: r["n_shattering"] for r in rows if "n_shattering" in r and r["seed"] == seed}
+    shattering = {r["alpha"]: r["n_shattering"] for r in rows if "n_shattering" in r and r["seed"] == seeds[0]}
     if 0.0 in shattering and 5.0 in shattering:
         ratio = shattering[0.0] / max(shattering[5.0], 1)
         result.metrics.update(shattering_neurons_sphere=shattering[0.0], shattering_neurons_alpha5=shattering[5.0],

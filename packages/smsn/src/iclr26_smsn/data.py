@@ -29,7 +29,7 @@ TISSUE_MEANS = np.array([
     [0.80, 0.80, 0.35, 0.40],
     [0.45, 0.45, 0.80, 0.90],
     [0.25, 0.22, 0.90, 0.45],
-    [0.45, 1.00, 0.70, 0.75],
+    [0.45, 1.00, 0.80, 0.90],  # enhancing = oedema in T1, T2 and FLAIR: only T1ce separates them
 ], dtype=np.float32)
 _TISSUE_OF_LABEL = {2: 5, 1: 6, 4: 7}
 
@@ -149,8 +149,8 @@ def _phantom_case(rng: np.random.Generator, shape: tuple[int, ...], noise: float
             theta = np.arctan2(d[1], d[0])
             phi = np.arccos(np.clip(d[2] / np.maximum(dist, 1e-9), -1, 1)) if len(shape) == 3 else None
             r_ed = rng.uniform(0.10, 0.20) * size
-            r_tc = r_ed * rng.uniform(0.45, 0.70)
-            r_ncr = r_tc * rng.uniform(0.0, 0.6)
+            r_tc = r_ed * rng.uniform(0.45, 0.60)
+            r_ncr = r_tc * rng.uniform(0.15, 0.45)  # ET is a rim: a minority of the oedema-like T2/FLAIR lesion
             wt = (dist <= _radial(rng, r_ed, theta, phi)) & brain
             if not (wt & ventricles).any():
                 break

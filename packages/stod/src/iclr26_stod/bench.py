@@ -1,12 +1,14 @@
 """The registered reproduction ``stod``: GTC of direct vs rate encoding, STOD's mechanism, robustness.
 
 CPU scales train ``SpikingConvNet`` on the embedded ``digits`` (T = 4, Adam 1e-3, batch 64) with direct,
-rate (STE) and STOD encoders (p = 4, Householder init, λ_O = 0.05, Riemannian SGD η = 0.1), in
-parallel single-thread processes, then evaluate clean / FGSM / PGD-7 accuracy, GTC (input and first
-layer), the STOD kernels' orthogonality and GOR, with the one STOD model evaluated twice (kernels
-removed, kernels kept). ``full`` adds a second seed, rate encoding, FGSM adversarial training, two
-radii, the gradient-masking checks and a transfer attack. ``paper`` is the GPU configuration: CIFAR-10
-from a local folder, ``SpikingVGG11``, p = 8, ε = 8/255, 200 epochs.
+rate (STE) and STOD encoders (p = 4, Householder init, λ_O = 0.05, Riemannian SGD η = 0.1) on each seed
+of ``derive_seeds(seed, k)`` (k = 2 smoke, 3 quick, 5 full, 3 paper), in parallel training processes
+sharing the caller's threads, then evaluate clean / FGSM / PGD-7 accuracy, GTC (input and first layer),
+the STOD kernels' orthogonality and GOR, with the one STOD model evaluated twice (kernels removed, kernels
+kept). The central claim, STOD (kernels removed) vs direct encoding under PGD-7, is paired over the
+seeds. ``full`` adds rate encoding, FGSM adversarial training (every seed; STOD+AT vs direct+AT paired
+too), two radii, the gradient-masking checks and a transfer attack. ``paper`` is the GPU configuration:
+CIFAR-10 from a local folder, ``SpikingVGG11``, p = 8, ε = 8/255, 200 epochs.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 import torch
-from iclr26_shared.bench import Benchmark, Claim, Result, check_scale
+from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.seeding import seed_everything
 from joblib import Parallel, delayed
 from sklearn.model_selection import train_test_split
@@ -42,9 +44,9 @@ class Config:
     epochs: int
     batch_size: int
     test_fraction: float  # stratified share of the test set that is evaluated
-    n_seeds: int  # plain trainings use seeds seed, seed+1, ...
+    n_seeds: int  # every encoding trains on each of derive_seeds(seed, n_seeds)
     encodings: tuple[str, ...]
-    adversarial: bool  # FGSM-AT trainings (seed only)
+    adversarial: bool  # FGSM-AT trainings too (every seed)
     eps: tuple[float, ...]
     eps_train: float
     full_checks: bool  # gradient masking, transfer attack, criterion 3 as a claim
@@ -53,12 +55,12 @@ class Config:
 
 
 CONFIGS = {
-    "smoke": Config("bars", "convnet", 2, 4, 1, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1, 64),
-    "quick": Config("digits", "convnet", 4, 4, 5, 64, 0.5, 1, ("direct", "stod"), False, (0.1,), 0.1, False, 1,
+    "smoke": Config("bars", "convnet", 2, 4, 1, 64, 0.5, 2, ("direct", "stod"), False, (0.1,), 0.1, False, 1, 64),
+    "quick": Config("digits", "convnet", 4, 4, 5, 64, 0.5, 3, ("direct", "stod"), False, (0.1,), 0.1, False, 1,
                     540),
-    "full": Config("digits", "convnet", 4, 4, 15, 64, 1.0, 2, ("direct", "rate", "stod"), True, (0.05, 0.1), 0.1,
+    "full": Config("digits", "convnet", 4, 4, 15, 64, 1.0, 5, ("direct", "rate", "stod"), True, (0.05, 0.1), 0.1,
                    True, 5, 540),
-    "paper": Config("cifar10", "vgg11", 4, 8, 200, 128, 1.0, 1, ("direct", "rate", "stod"), True, (8 / 255,),
+    "paper": Config("cifar10", "vgg11", 4, 8, 200, 128, 1.0, 3, ("direct", "rate", "stod"), True, (8 / 255,),
                     8 / 255, True, 5, 512),
 }
 # Riemannian step size of the PFD kernels (the paper's value was not found). Chosen on seed 101, which no
@@ -135,24 +137,33 @@ def _mean(rows: list[dict], method: str, key: str, at: bool = False) -> float:
     return statistics.fmean(vals) if vals else float("nan")
 
 
+def _per_seed(rows: list[dict], method: str, key: str, seeds: list[int]) -> list[float]:
+    """``rows[method, seed][key]`` for every seed, in the order of ``seeds`` (shape ``(n_seeds,)``)."""
+    by_seed = {r["seed"]: r[key] for r in rows if r["method"] == method}
+    return [by_seed[s] for s in seeds]
+
+
 def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """The benchmark function registered as ``stod`` (see the module docstring)."""
     cfg = CONFIGS[check_scale(scale)]
-    jobs_spec = [(enc, seed + k, False) for k in range(cfg.n_seeds) for enc in cfg.encodings]
-    if cfg.adversarial:
-        jobs_spec += [(enc, seed, True) for enc in cfg.encodings]
-    # the caller's threads (--threads) become as many single-thread training processes on CPU
-    workers = min(torch.get_num_threads(), len(jobs_spec)) if device == "cpu" else 1
+    seeds = derive_seeds(seed, cfg.n_seeds)
+    jobs_spec = [(enc, s, at) for s in seeds for at in ((False, True) if cfg.adversarial else (False,))
+                 for enc in cfg.encodings]
+    # the caller's threads (--threads) are shared out among as many training processes on CPU
+    threads = torch.get_num_threads()
+    workers = min(threads, len(jobs_spec)) if device == "cpu" else 1
     if workers == 1:
         jobs = [_train_job(cfg, e, s, a, device, None) for e, s, a in jobs_spec]
     else:
-        jobs = Parallel(n_jobs=workers)(delayed(_train_job)(cfg, e, s, a, device, 1) for e, s, a in jobs_spec)
-    data, x, y = _data(cfg, seed)
-    x, y = x.to(device), y.to(device)
+        jobs = Parallel(n_jobs=workers)(delayed(_train_job)(cfg, e, s, a, device, max(1, threads // workers))
+                                        for e, s, a in jobs_spec)
+    evaluated = {s: _data(cfg, s) for s in seeds}  # each seed's models are evaluated on that seed's test images
     rows: list[dict] = []
     models: dict[tuple[str, int, bool], EncodedSNN] = {}
     metrics: dict[str, float] = {}
     for job in jobs:
+        data, x, y = evaluated[job["seed"]]
+        x, y = x.to(device), y.to(device)
         model = _model(cfg, job["encoding"], data).to(device)
         model.load_state_dict(job["state"])
         model.eval()
@@ -170,12 +181,13 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
             rows.append(row)
         model.encoder.keep_kernels = False
         models[(job["encoding"], job["seed"], job["at"])] = model
-    claims = _claims(scale, cfg, rows, metrics)
-    direct = models[("direct", seed, False)]
-    metrics.update(_rate_vs_direct(direct, x, y, cfg))
+    claims = _claims(scale, cfg, rows, seeds, metrics)
+    _, x, y = evaluated[seeds[0]]
+    x, y = x.to(device), y.to(device)
+    metrics.update(_rate_vs_direct(models[("direct", seeds[0], False)], x, y, cfg))
     claims += _criterion3(scale, metrics)
     if cfg.full_checks:
-        claims += _masking_checks(cfg, models, rows, x, y, seed, metrics, device)
+        claims += _masking_checks(cfg, models, rows, x, y, seeds, metrics, device)
     for r in rows:
         r["method"] = f"{r['method']}/seed{r['seed']}"
     return Result(metrics=metrics, rows=rows, claims=claims)
@@ -202,11 +214,16 @@ def _criterion3(scale: str, metrics: dict[str, float]) -> list[Claim]:
                   bool(r <= d - 0.10))]
 
 
-def _claims(scale: str, cfg: Config, rows: list[dict], metrics: dict[str, float]) -> list[Claim]:
-    """Criteria 1, 2, 4, 5, 6, 8 (and the paper-scale checks) from the evaluated rows; fills ``metrics``."""
+def _claims(scale: str, cfg: Config, rows: list[dict], seeds: list[int], metrics: dict[str, float]) -> list[Claim]:
+    """Criteria 1, 2, 4, 5, 6, 8 (and the paper-scale checks) from the evaluated rows; fills ``metrics``.
+
+    The robustness comparisons (STOD vs direct encoding, with and without AT) are paired over ``seeds``:
+    both encoders were trained and attacked on the same data with the same seed.
+    """
     eps = max(cfg.eps)
+    pgd_key = f"pgd7@{eps:.4g}"
     for m, at in sorted({(r["method"], r["at"]) for r in rows}):
-        for key in ("clean", f"pgd7@{eps:.4g}", f"fgsm@{eps:.4g}", "gtc_input", "gtc_first_layer"):
+        for key in ("clean", pgd_key, f"fgsm@{eps:.4g}", "gtc_input", "gtc_first_layer"):
             metrics[f"{m}.{key}"] = _mean(rows, m, key, at)
     for attack in [f"{a}@{e:.4g}" for e in cfg.eps for a in ("fgsm", "pgd7")]:
         for at in (False, True) if cfg.adversarial else (False,):
@@ -214,58 +231,71 @@ def _claims(scale: str, cfg: Config, rows: list[dict], metrics: dict[str, float]
             for variant in ("stod_removed", "stod_kept"):
                 metrics[f"{variant}{suffix}-direct{suffix}.{attack}"] = (
                     _mean(rows, variant + suffix, attack, at) - _mean(rows, "direct" + suffix, attack, at))
-    stod_rows = [r for r in rows if r["method"].startswith("stod_removed")]
-    gor_init = statistics.fmean(r["gor_init"] for r in stod_rows)
-    gor_end = statistics.fmean(r["gor_end"] for r in stod_rows)
-    metrics.update({"stod.gor_init": gor_init, "stod.gor_end": gor_end})
+    stod_rows = [r for r in rows if r["method"] == "stod_removed"]
+    gor_init = _per_seed(rows, "stod_removed", "gor_init", seeds)
+    gor_ratio = [e / i for e, i in zip(_per_seed(rows, "stod_removed", "gor_end", seeds), gor_init, strict=True)]
+    metrics.update({"stod.gor_init": statistics.fmean(gor_init),
+                    "stod.gor_end": statistics.fmean(r["gor_end"] for r in stod_rows)})
     claims = [
-        Claim.at_least("direct_gtc_input", "direct-encoding GTC 0.8-0.9 (Fig. 1)", metrics["direct.gtc_input"], 0.8,
-                       "GTC(direct, wrt=input)"),
-        Claim.at_least("direct_gtc_first_layer", "direct-encoding GTC 0.8-0.9 (Fig. 1)",
-                       metrics["direct.gtc_first_layer"], 0.75, "GTC(direct, wrt=first_layer)"),
-        Claim("stod_kernels_decorrelate", "STOD lowers GTC (Eq. 5 argument)", metrics["stod_kept.gtc_input"],
-              f"GTC(STOD, kernels kept) <= GTC(kernels removed) = {metrics['stod_removed.gtc_input']:.4f}",
-              bool(metrics["stod_kept.gtc_input"] <= metrics["stod_removed.gtc_input"])),
-        Claim("gor_minimised", "L_O is minimised with lambda_O = 0.05 (Eq. 9)", gor_end,
-              f"GOR at end <= 0.9 x GOR at init = {0.9 * gor_init:.4f}", bool(gor_end <= 0.9 * gor_init)),
+        Claim.paired("stod_more_robust", "STOD raises PGD accuracy over direct encoding (Tables 1-2)",
+                     _per_seed(rows, "stod_removed", pgd_key, seeds), _per_seed(rows, "direct", pgd_key, seeds),
+                     seeds, what=f"PGD-7@{eps:.4g} accuracy: STOD (kernels removed) - direct"),
+        Claim.mean_at_least("direct_gtc_input", "direct-encoding GTC 0.8-0.9 (Fig. 1)",
+                            _per_seed(rows, "direct", "gtc_input", seeds), seeds, 0.8, "GTC(direct, wrt=input)"),
+        Claim.mean_at_least("direct_gtc_first_layer", "direct-encoding GTC 0.8-0.9 (Fig. 1)",
+                            _per_seed(rows, "direct", "gtc_first_layer", seeds), seeds, 0.75,
+                            "GTC(direct, wrt=first_layer)"),
+        Claim.paired("stod_kernels_decorrelate", "STOD lowers GTC (Eq. 5 argument)",
+                     _per_seed(rows, "stod_kept", "gtc_input", seeds),
+                     _per_seed(rows, "stod_removed", "gtc_input", seeds), seeds, higher_is_better=False,
+                     what="GTC(STOD, kernels kept) - GTC(kernels removed)"),
+        Claim.mean_at_most("gor_minimised", "L_O is minimised with lambda_O = 0.05 (Eq. 9)", gor_ratio, seeds, 0.9,
+                           "GOR at end / GOR at init"),
         Claim.at_most("kernels_orthogonal", "O[t] on the orthogonal group (Riemannian SGD)",
-                      max(r["orthogonality_error"] for r in stod_rows), 1e-4, "max_t |O^T O - I|_max"),
+                      max(r["orthogonality_error"] for r in stod_rows), 1e-4, "max over seeds, t of |O^T O - I|_max"),
     ]
     for method, floor in CLEAN_FLOORS.get(scale, {}).items():
-        claims.append(Claim.at_least(f"clean_{method}", "clean 93.04 % (direct) vs 91.09 % (STOD) on CIFAR-10",
-                                     metrics[f"{method}.clean"], floor, f"clean accuracy of {method}"))
+        claims.append(Claim.mean_at_least(f"clean_{method}", "clean 93.04 % (direct) vs 91.09 % (STOD) on CIFAR-10",
+                                          _per_seed(rows, method, "clean", seeds), seeds, floor,
+                                          f"clean accuracy of {method}"))
     if cfg.adversarial:
-        key = f"pgd7@{eps:.4g}"
-        removed, direct = _mean(rows, "stod_removed+AT", key, True), _mean(rows, "direct+AT", key, True)
-        plain_direct = [r[key] for r in rows if r["method"] == "direct" and r["seed"] == min(x["seed"] for x in rows)]
+        stod_at, direct_at = (_per_seed(rows, m, pgd_key, seeds) for m in ("stod_removed+AT", "direct+AT"))
+        what = f"PGD-7@{eps:.4g} accuracy: STOD removed+AT - direct+AT"
+        paper = "PGD 43.54 % (STOD+AT) vs 14.07 % (SNN+AT)"
+        claims.append(Claim.paired("stod_at_beats_direct_at", paper, stod_at, direct_at, seeds,
+                                   margin=0.10 if scale == "paper" else 0.0, what=what))
         if scale == "paper":
-            claims.append(Claim.at_least("stod_at_beats_direct_at", "PGD 43.54 % (STOD+AT) vs 14.07 % (SNN+AT)",
-                                         removed - direct, 0.10, f"PGD-7@{eps:.4g}: STOD removed+AT - direct+AT"))
-            claims.append(Claim.at_least("stod_clean_cost", "clean 91.09 % vs 93.04 %",
-                                         metrics["stod_removed.clean"] - metrics["direct.clean"], -0.04,
-                                         "clean(STOD removed) - clean(direct)"))
+            claims.append(Claim.paired("stod_clean_cost", "clean 91.09 % vs 93.04 %",
+                                       _per_seed(rows, "stod_removed", "clean", seeds),
+                                       _per_seed(rows, "direct", "clean", seeds), seeds, margin=-0.04,
+                                       what="clean(STOD removed) - clean(direct)"))
             g_d, g_r = metrics["direct.gtc_input"], metrics["rate.gtc_input"]
             claims.append(Claim("gtc_direct_vs_rate", "0.8-0.9 (direct) vs 0.2-0.3 (rate)", round(g_r, 4),
                                 f"0.7 <= GTC(direct)={g_d:.4f} <= 0.95 and GTC(rate) <= GTC(direct) - 0.3",
                                 bool(0.7 <= g_d <= 0.95 and g_r <= g_d - 0.3)))
         else:
-            claims.append(Claim.at_least("stod_at_not_catastrophic", "PGD 43.54 % (STOD+AT) vs 14.07 % (SNN+AT)",
-                                         removed - direct, -0.08, f"PGD-7@{eps:.4g}: STOD removed+AT - direct+AT"))
-        claims.append(Claim.at_least("adversarial_training_works", "AT raises robust accuracy (Table 8)",
-                                     direct - statistics.fmean(plain_direct), 0.10,
-                                     f"PGD-7@{eps:.4g}: direct+AT - direct"))
+            claims.append(Claim.paired("stod_at_not_catastrophic", paper, stod_at, direct_at, seeds, margin=-0.08,
+                                       what=what))
+        claims.append(Claim.paired("adversarial_training_works", "AT raises robust accuracy (Table 8)", direct_at,
+                                   _per_seed(rows, "direct", pgd_key, seeds), seeds, margin=0.10,
+                                   what=f"PGD-7@{eps:.4g} accuracy: direct+AT - direct"))
     return claims
 
 
-def _masking_checks(cfg: Config, models: dict, rows: list[dict], x, y, seed: int, metrics: dict[str, float],
+def _masking_checks(cfg: Config, models: dict, rows: list[dict], x, y, seeds: list[int], metrics: dict[str, float],
                     device: str) -> list[Claim]:
-    """Criterion 7: PGD <= FGSM + 0.02, unbounded PGD <= 0.15, transfer >= white-box - 0.02."""
+    """Criterion 7: PGD <= FGSM + 0.02, unbounded PGD <= 0.15, transfer >= white-box - 0.02.
+
+    The unbounded and transfer attacks target the first seed's models on ``x, y`` (that seed's test images);
+    the transfer source is the direct model of the second seed.
+    """
+    seed = seeds[0]
     gaps = [r[f"pgd7@{e:.4g}"] - r[f"fgsm@{e:.4g}"] for r in rows if not r["method"].startswith("rate")
             for e in cfg.eps]
     eps = max(cfg.eps)
     loader = TensorBatches(x, y, 512, device=device)
     unbounded, transfer_gaps = [], []
-    source = models.get(("direct", seed + 1, False), models[("direct", seed, False)])
+    source = models[("direct", seeds[1] if len(seeds) > 1 else seed, False)]
     x_transfer = torch.cat([pgd(source, xb, yb, eps, steps=7) for xb, yb in loader])
     for (enc, s, at), model in models.items():
         if s != seed:

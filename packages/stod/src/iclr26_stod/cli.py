@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 import torch
-from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.bench import write_json_atomic
 from iclr26_shared.cli import (
     Parser,
     add_bench_command,
@@ -23,6 +23,7 @@ from iclr26_shared.cli import (
     usage_error,
 )
 from iclr26_shared.device import resolve_device
+from iclr26_shared.distributed import DistributedContext
 from iclr26_shared.seeding import seed_everything
 
 from .attacks import accuracy, robust_accuracy, transfer_attack
@@ -59,33 +60,37 @@ def _load_checkpoint(option: str, path: pathlib.Path, device):
 
 
 def cmd_fit(args) -> int:
+    """Trains one model; under ``torchrun`` every rank trains its shard of each batch and rank 0 writes."""
     out, history_path = output_paths(args, "model.pt", "history.json")
-    device = resolve_device(args.device)
-    seed_everything(args.seed)
-    data = load_images(args.dataset, root=args.data_root, seed=args.seed)
-    C, H, _ = data.shape
-    model_kw = {"encoding": args.encoding, "T": args.T, "arch": args.arch, "in_channels": C,
-                "num_classes": data.n_classes, "image_size": H, "patch_size": args.patch,
-                "lambda_gor": args.lambda_gor, "keep_kernels": args.keep_kernels, "init": args.init,
-                "normalize": None}
-    if args.dataset in CIFAR_MEAN:
-        model_kw["normalize"] = (CIFAR_MEAN[args.dataset], CIFAR_STD[args.dataset])
-    model = build_model(**model_kw)
-    loader = TensorBatches(data.x_train, data.y_train, args.batch_size, shuffle=True, seed=args.seed, device=device)
-    val = TensorBatches(data.x_test, data.y_test, 512, device=device)
-    history = fit(model, loader, epochs=args.epochs, lr=args.lr, kernel_lr=args.kernel_lr, adv_train=args.adv,
-                  eps_train=args.eps_train if args.adv else None, val_loader=val, track_gtc=args.track_gtc,
-                  device=str(device), seed=args.seed)
+    with DistributedContext(args.device) as dist:
+        device = dist.device
+        seed_everything(args.seed)
+        data = load_images(args.dataset, root=args.data_root, seed=args.seed)
+        C, H, _ = data.shape
+        model_kw = {"encoding": args.encoding, "T": args.T, "arch": args.arch, "in_channels": C,
+                    "num_classes": data.n_classes, "image_size": H, "patch_size": args.patch,
+                    "lambda_gor": args.lambda_gor, "keep_kernels": args.keep_kernels, "init": args.init,
+                    "normalize": None}
+        if args.dataset in CIFAR_MEAN:
+            model_kw["normalize"] = (CIFAR_MEAN[args.dataset], CIFAR_STD[args.dataset])
+        model = build_model(**model_kw)
+        loader = TensorBatches(data.x_train, data.y_train, args.batch_size, shuffle=True, seed=args.seed,
+                               device=device)
+        val = TensorBatches(data.x_test, data.y_test, 512, device=device)
+        history = fit(model, loader, epochs=args.epochs, lr=args.lr, kernel_lr=args.kernel_lr, adv_train=args.adv,
+                      eps_train=args.eps_train if args.adv else None, val_loader=val, track_gtc=args.track_gtc,
+                      device=str(device), seed=args.seed, dist=dist)
+        config = {"model": model_kw, "dataset": args.dataset, "seed": args.seed, "epochs": args.epochs,
+                  "lr": args.lr, "kernel_lr": args.kernel_lr, "adv": args.adv, "eps_train": args.eps_train}
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        dist.save({"config": config, "state_dict": state}, out)
+        if not dist.is_main:
+            return 0
     print("epoch  loss     CE       GOR      train_acc  test_acc" + ("  GTC" if args.track_gtc else ""))
     for e in range(args.epochs):
         gtc = f"  {history.gtc[e]:.4f}" if args.track_gtc else ""
         print(f"{e + 1:5d}  {history.loss[e]:.4f}  {history.ce[e]:.4f}  {history.gor[e]:.4f}  "
               f"{history.acc[e]:.4f}     {history.val_acc[e]:.4f}{gtc}")
-    config = {"model": model_kw, "dataset": args.dataset, "seed": args.seed, "epochs": args.epochs, "lr": args.lr,
-              "kernel_lr": args.kernel_lr, "adv": args.adv, "eps_train": args.eps_train}
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    with atomic_path(out) as tmp:
-        torch.save({"config": config, "state_dict": state}, tmp)
     write_json_atomic(history_path, {"config": config, "history": history.to_dict()})
     print(f"-> {out} (weights), {history_path} (history)")
     return 0

@@ -9,9 +9,11 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from iclr26_shared.device import resolve_device
-from torch import Tensor
+from iclr26_shared.distributed import DistributedContext
+from torch import Tensor, nn
 
 from .attacks import accuracy, fgsm, pgd
+from .batchnorm import global_batch_norm
 from .encoding import PFD, STODEncoder, check_image
 from .gtc import gradient_temporal_collinearity
 from .models import EncodedSNN
@@ -63,12 +65,37 @@ def craft(model: EncodedSNN, x: Tensor, y: Tensor, attack: str, eps: float, path
         return fgsm(model, x, y, eps) if attack == "fgsm" else pgd(model, x, y, eps, steps=pgd_steps)
 
 
+class TrainingLoss(nn.Module):
+    """One forward giving ``(loss, ce, gor, logits [B, K])`` of a batch, the call ``DistributedDataParallel`` wraps.
+
+    ``loss = ce + λ_O·gor``; CE on the time-averaged logits, or with ``per_step_ce`` averaged over the T
+    per-step logits; ``gor`` is the encoder's regulariser of this forward's encoded sequence.
+    """
+
+    def __init__(self, model: EncodedSNN, per_step_ce: bool = False):
+        super().__init__()
+        self.model, self.per_step_ce = model, per_step_ce
+        self.lam = float(getattr(model.encoder, "lambda_gor", 0.0))
+
+    def forward(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        if self.per_step_ce:
+            check_image(x)
+            steps = self.model.step_logits(self.model.encode(x))  # [T, B, K]
+            logits = steps.mean(0)
+            ce = F.cross_entropy(steps.flatten(0, 1), y.repeat(len(steps)))
+        else:
+            logits = self.model(x)
+            ce = F.cross_entropy(logits, y)
+        gor = self.model.encoder.regularizer().to(x.device)
+        return ce + self.lam * gor, ce, gor, logits
+
+
 def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epochs: int, lr: float = 1e-3,
         weight_decay: float = 0.0, kernel_lr: float = 0.01, adv_train: Literal["fgsm", "pgd"] | None = None,
         eps_train: float | None = None, adv_mix: float = 1.0, adv_path: Literal["deployed", "train"] = "deployed",
         pgd_steps: int = 7, val_loader: Iterable[tuple[Tensor, Tensor]] | None = None, track_gtc: bool = False,
         optimizer: Literal["adam", "sgd"] = "adam", per_step_ce: bool = False, device: str = "auto",
-        seed: int = 0) -> History:
+        seed: int = 0, dist: DistributedContext | None = None) -> History:
     """Trains ``model`` in place with Adam or SGD (lr) and, for PFD kernels, ``RiemannianSGD`` (kernel_lr).
 
     The loss is CE + λ_O·L_O where λ_O is the encoder's ``lambda_gor`` (0 for non-STOD encoders); CE is
@@ -84,6 +111,13 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
             batches only); ``adv_path`` the input path the attack is crafted on (see ``craft``).
         val_loader: batches for the per-epoch validation accuracy (and GTC when ``track_gtc``).
         device: ``"auto"``, ``"cpu"``, ``"cuda"``...; seed: seeds torch's global RNG (rate draws, PGD starts).
+        dist: the process group of a ``torchrun`` launch (``None``: one process). With several ranks the
+            model trains inside ``DistributedDataParallel`` on ``dist.device`` (``device`` is not used): every
+            rank iterates the same global batches (``train_loader`` seeded alike) and computes on its
+            contiguous shard, batch norm uses the global batch's statistics (``global_batch_norm``), and
+            the loss is weighted by the shard's share, so a step equals the one-process step on the global
+            batch (exactly for deterministic encoders and FGSM; rate draws and PGD starts differ) and the
+            history holds the global means. Nothing is written; rank 0 saves (``dist.save``).
 
     Returns:
         The ``History``.
@@ -103,9 +137,13 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         raise ValueError(f"adv_path: expected 'deployed' or 'train', got {adv_path!r}")
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {optimizer!r}")
-    dev = resolve_device(device)
+    world, rank = (dist.world_size, dist.rank) if dist is not None else (1, 0)
+    dev = dist.device if dist is not None else resolve_device(device)
     torch.manual_seed(seed)
     model.to(dev)
+    step = TrainingLoss(model, per_step_ce)
+    if world > 1:
+        step = dist.wrap(step)
     kernels = riemannian_kernels(model)
     kernel_ids = {id(k) for k in kernels}
     others = [p for p in model.parameters() if id(p) not in kernel_ids and p.requires_grad]
@@ -114,47 +152,46 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         else torch.optim.SGD(others, lr=lr, momentum=0.9, weight_decay=weight_decay)]
     if kernels:
         optimizers.append(RiemannianSGD(kernels, lr=kernel_lr))
-    lam = float(getattr(model.encoder, "lambda_gor", 0.0))
     history = History()
-    for _ in range(epochs):
-        sums = {"loss": 0.0, "ce": 0.0, "gor": 0.0, "acc": 0.0}
-        n = 0
-        for x, y in train_loader:
-            x, y = x.to(dev), y.to(dev)
-            if adv_train is not None:
-                k = max(1, round(adv_mix * len(y)))
-                x_adv = craft(model, x[:k], y[:k], adv_train, eps_train, adv_path, pgd_steps)
-                x = torch.cat([x_adv, x[k:]])
-            model.train()
-            if per_step_ce:
-                check_image(x)
-                steps = model.step_logits(model.encode(x))  # [T, B, K]
-                logits = steps.mean(0)
-                ce = F.cross_entropy(steps.flatten(0, 1), y.repeat(len(steps)))
-            else:
-                logits = model(x)
-                ce = F.cross_entropy(logits, y)
-            gor = model.encoder.regularizer().to(dev)
-            loss = ce + lam * gor
-            for opt in optimizers:
-                opt.zero_grad(set_to_none=True)
-            loss.backward()
-            for opt in optimizers:
-                opt.step()
-            b = len(y)
-            sums["loss"] += float(loss.detach()) * b
-            sums["ce"] += float(ce.detach()) * b
-            sums["gor"] += float(gor.detach()) * b
-            sums["acc"] += float((logits.argmax(1) == y).float().sum())
-            n += b
-        for key, total in sums.items():
-            getattr(history, key).append(total / n)
-        if val_loader is not None:
-            xs, ys = zip(*[(xv.to(dev), yv.to(dev)) for xv, yv in val_loader], strict=True)
-            xv, yv = torch.cat(xs), torch.cat(ys)
-            history.val_acc.append(accuracy(model, xv, yv))
-            if track_gtc:
-                model.eval()
-                history.gtc.append(gradient_temporal_collinearity(model, xv, yv))
+    with global_batch_norm(model) if world > 1 else contextlib.nullcontext():
+        for _ in range(epochs):
+            sums = {"loss": 0.0, "ce": 0.0, "gor": 0.0, "acc": 0.0}
+            n = 0
+            for x, y in train_loader:
+                x, y = x.to(dev), y.to(dev)
+                B = len(y)
+                k = max(1, round(adv_mix * B))  # the global batch's first k images are attacked
+                if world > 1:  # this rank's contiguous shard of the global batch
+                    lo, hi = rank * B // world, (rank + 1) * B // world
+                    x, y, k = x[lo:hi], y[lo:hi], min(max(k - lo, 0), hi - lo)
+                if adv_train is not None and k > 0:
+                    x_adv = craft(model, x[:k], y[:k], adv_train, eps_train, adv_path, pgd_steps)
+                    x = torch.cat([x_adv, x[k:]])
+                model.train()
+                loss, ce, gor, logits = step(x, y)
+                for opt in optimizers:
+                    opt.zero_grad(set_to_none=True)
+                # DDP averages the ranks' gradients: weighting by the shard's share gives the global mean's
+                (loss * (world * len(y) / B) if world > 1 else loss).backward()
+                for opt in optimizers:
+                    opt.step()
+                b = len(y)
+                sums["loss"] += float(loss.detach()) * b
+                sums["ce"] += float(ce.detach()) * b
+                sums["gor"] += float(gor.detach()) * b
+                sums["acc"] += float((logits.argmax(1) == y).float().sum())
+                n += b
+            if world > 1:  # sums over all ranks' shards
+                sums = {key: dist.mean(total) * world for key, total in sums.items()}
+                n = round(dist.mean(n) * world)
+            for key, total in sums.items():
+                getattr(history, key).append(total / n)
+            if val_loader is not None:
+                xs, ys = zip(*[(xv.to(dev), yv.to(dev)) for xv, yv in val_loader], strict=True)
+                xv, yv = torch.cat(xs), torch.cat(ys)
+                history.val_acc.append(accuracy(model, xv, yv))
+                if track_gtc:
+                    model.eval()
+                    history.gtc.append(gradient_temporal_collinearity(model, xv, yv))
     model.eval()
     return history

@@ -10,7 +10,7 @@ import pathlib
 from collections.abc import Sequence
 
 import torch
-from iclr26_shared.bench import atomic_path, write_json_atomic
+from iclr26_shared.bench import write_json_atomic
 from iclr26_shared.cli import (
     Parser,
     add_bench_command,
@@ -21,6 +21,7 @@ from iclr26_shared.cli import (
     usage_error,
 )
 from iclr26_shared.device import resolve_device
+from iclr26_shared.distributed import DistributedContext
 from iclr26_shared.seeding import seed_everything
 
 from .analysis import token_cosine_stats
@@ -61,24 +62,24 @@ def _load(path: pathlib.Path, device: torch.device) -> SpecViT:
 
 
 def cmd_fit(args) -> int:
+    """Pretrains one model; under ``torchrun`` every rank trains its shard of each batch and rank 0 writes."""
     (out,) = output_paths(args, "model.pt")
-    device = resolve_device(args.device)
-    seed_everything(args.seed)
-    data = shapes_seg_splits({"pretrain": args.n_images}, seed=args.seed)["pretrain"]
-    base = SpecViT(**vit_cpu_config(), **BASE)
-    model = SpecViT.from_base(base, **VARIANTS[args.variant]).to(device)
+    with DistributedContext(args.device) as dist:
+        seed_everything(args.seed)
+        data = shapes_seg_splits({"pretrain": args.n_images}, seed=args.seed)["pretrain"]
+        base = SpecViT(**vit_cpu_config(), **BASE)
+        model = SpecViT.from_base(base, **VARIANTS[args.variant]).to(dist.device)
 
-    def log(step: int, parts: dict[str, float]) -> None:
-        if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
-            print(f"step {step + 1:>5}/{args.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in parts.items()))
+        def log(step: int, parts: dict[str, float]) -> None:
+            if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
+                print(f"step {step + 1:>5}/{args.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in parts.items()))
 
-    pretrain(model, data, steps=args.steps, objective=args.objective, batch_size=args.batch_size, lr=args.lr,
-             seed=args.seed, callback=None if args.quiet else log)
-    ckpt = {"arch": model.arch, "spec": model.spec, "state_dict": model.state_dict(), "variant": args.variant,
-            "objective": args.objective, "steps": args.steps, "seed": args.seed}
-    with atomic_path(out) as tmp:
-        torch.save(ckpt, tmp)
-    print(f"checkpoint -> {out}")
+        pretrain(model, data, steps=args.steps, objective=args.objective, batch_size=args.batch_size, lr=args.lr,
+                 seed=args.seed, callback=None if args.quiet or not dist.is_main else log, dist=dist)
+        ckpt = {"arch": model.arch, "spec": model.spec, "state_dict": model.state_dict(), "variant": args.variant,
+                "objective": args.objective, "steps": args.steps, "seed": args.seed}
+        if dist.save(ckpt, out) is not None:
+            print(f"checkpoint -> {out}")
     return 0
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from iclr26_shared.distributed import DistributedContext
 from torch import nn
 from torch.nn import functional as F
 
@@ -121,6 +122,22 @@ def warmup_cosine(step: int, total: int, warmup_frac: float = 0.05) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
 
 
+class PretrainStep(nn.Module):
+    """The backbone and the heads ``objective`` trains behind one forward (``pretrain_loss``), the call
+    ``DistributedDataParallel`` wraps; the pixel head and mask token are left out of ``"cls"`` (unused there)."""
+
+    def __init__(self, model: SpecViT, heads: PretrainHeads, objective: str, pixel_target: str):
+        super().__init__()
+        self.model, self.cls_head = model, heads.cls_head
+        if objective == "cls+masked_patch":
+            self.pixel_head, self.mask_token = heads.pixel_head, heads.mask_token
+        self._heads, self.pixel_target = (heads,), pixel_target  # a tuple: not registered twice
+
+    def forward(self, images: torch.Tensor, labels: torch.Tensor,
+                mask: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, float]]:
+        return pretrain_loss(self.model, self._heads[0], images, labels, mask, self.pixel_target)
+
+
 @dataclass
 class PretrainResult:
     """What ``pretrain`` returns: the trained ``model`` and ``heads`` and the loss ``history`` (one dict per step)."""
@@ -133,7 +150,8 @@ class PretrainResult:
 def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "cls+masked_patch",
              mask_ratio: float = 0.4, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
              weight_decay: float = 0.05, heads: PretrainHeads | None = None, pixel_target: str = "patch_norm",
-             callback: Callable[[int, dict[str, float]], None] | None = None) -> PretrainResult:
+             callback: Callable[[int, dict[str, float]], None] | None = None,
+             dist: DistributedContext | None = None) -> PretrainResult:
     """Trains ``model`` in place with AdamW and a warm-up + cosine schedule on ``dataset``.
 
     Batches, flips and masks are drawn from a ``torch.Generator`` seeded with ``seed`` only, so two models
@@ -146,10 +164,16 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
         heads: pretraining heads to start or continue from (when None, a fresh set seeded with ``seed``);
             they are trained in place.
         pixel_target: ``"raw"`` or ``"patch_norm"`` (see ``pretrain_loss``).
-        callback: called as ``callback(step, losses)`` after every step.
+        callback: called as ``callback(step, losses)`` after every step (on every rank).
+        dist: the process group of a ``torchrun`` launch (``None``: one process). With several ranks the
+            backbone and heads train inside ``DistributedDataParallel`` on ``dist.device``: every rank draws
+            the same global batch (indices, flips, masks) and computes on its contiguous shard, with the loss
+            weighted by the shard's share, so a step equals the one-process step on the global batch and the
+            history holds the global batch's losses. Nothing is written; rank 0 saves (``dist.save``).
 
     Raises:
-        ValueError: unknown objective or pixel target, non-positive steps/batch size, ``mask_ratio`` outside (0, 1).
+        ValueError: unknown objective or pixel target, non-positive steps/batch size, ``mask_ratio`` outside (0, 1),
+            a batch smaller than the number of ranks.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}")
@@ -160,6 +184,11 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
             raise ValueError(f"{name}: expected a positive integer, got {value!r}")
     if not 0.0 < mask_ratio < 1.0:
         raise ValueError(f"mask_ratio: expected a value in (0, 1), got {mask_ratio}")
+    world, rank = (dist.world_size, dist.rank) if dist is not None else (1, 0)
+    if batch_size < world:
+        raise ValueError(f"batch_size: expected at least one image per rank ({world}), got {batch_size}")
+    if dist is not None:
+        model.to(dist.device)
     device = next(model.parameters()).device
     p = model.patch_size
     heads = (heads if heads is not None else PretrainHeads.for_model(model, seed)).to(device)
@@ -174,6 +203,10 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
     labels = torch.as_tensor(dataset.labels, device=device)
     n = len(dataset)
     n_patches = (images.shape[-2] // p) * (images.shape[-1] // p)
+    step_loss = PretrainStep(model, heads, objective, pixel_target)
+    if world > 1:
+        step_loss = dist.wrap(step_loss)
+    shard = slice(rank * batch_size // world, (rank + 1) * batch_size // world)  # this rank's part of a batch
     model.train()
     history: list[dict[str, float]] = []
     for step in range(steps):
@@ -183,12 +216,19 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
         mask = (random_patch_mask(batch_size, n_patches, mask_ratio, gen, device)
                 if objective == "cls+masked_patch" else None)
-        loss, parts = pretrain_loss(model, heads, x, labels[idx], mask, pixel_target)
+        y = labels[idx]
+        if world > 1:
+            x, y, mask = x[shard], y[shard], mask[shard] if mask is not None else None
+        loss, parts = step_loss(x, y, mask)
+        parts["loss"] = float(loss.detach())
+        if world > 1:  # DDP averages the ranks' gradients: weighted by the shard's share they give the global mean's
+            share = world * len(y) / batch_size
+            loss = loss * share
+            parts = {k: dist.mean(v * share) for k, v in parts.items()}
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        parts["loss"] = float(loss.detach())
         history.append(parts)
         if callback is not None:
             callback(step, parts)
