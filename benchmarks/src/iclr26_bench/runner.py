@@ -99,6 +99,9 @@ def run_benchmarks(names: list[str] | None = None, scale: str = "quick", device:
         threads = max(1, cpu_count() // jobs)
     deadline = None if max_seconds is None else time.time() + max_seconds
     parent = os.getpid() if backend == "local" else None
+    if backend == "local" and jobs > 1:  # pools a worker loads later (scipy's OpenBLAS) start at this size too
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, str(threads))
     task = functools.partial(_run_named, args=(scale, device, seed, str(out_dir), force, threads, deadline, parent))
     for item in parallel_map(task, chosen, backend=backend, jobs=jobs, address=address, extra="iclr26-bench"):
         yield _outcome(item)

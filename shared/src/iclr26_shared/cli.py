@@ -146,7 +146,8 @@ def use_data_root(root: str | os.PathLike | None) -> None:
         os.environ[DATA_ENV] = str(root)
 
 
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
+    """An exception as one line of text (an ``OSError`` names its file), for ``error: ...`` messages."""
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: expected a readable file or folder, got {err.strerror or type(err).__name__}"
     return " ".join(str(err).split()) or type(err).__name__
@@ -178,7 +179,7 @@ def call_handler(args: argparse.Namespace) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except LIBRARY_ERRORS as err:
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        print(f"error: {one_line(err)}", file=sys.stderr)
         return 2
 
 

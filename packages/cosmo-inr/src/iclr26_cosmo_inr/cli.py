@@ -17,6 +17,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    one_line,
     output_paths,
     positive_int,
     progress,
@@ -31,10 +32,6 @@ from .models import MODELS
 from .prior import BACKBONES
 from .spectral import ACTIVATIONS, harmonic_profile, named_activation
 from .tasks import TaskResult, denoise_image, fit_image, fit_occupancy, inpaint, super_resolve
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _image_arg(text: str) -> str | pathlib.Path:
@@ -53,7 +50,7 @@ def _read_image(args) -> np.ndarray:
         return load_image(args.image, size=args.size, gray=args.gray)
     except Exception as err:
         raise usage_error("--image", f"one of {', '.join(OFFLINE_IMAGES)} or a readable PNG/JPEG/TIFF/BMP file",
-                          f"{str(args.image)!r} ({_one_line(err)})") from err
+                          f"{str(args.image)!r} ({one_line(err)})") from err
 
 
 def _read_shape(args) -> str | np.ndarray:
@@ -67,7 +64,7 @@ def _read_shape(args) -> str | np.ndarray:
         return grid
     except Exception as err:
         raise usage_error("--shape", f"one of {', '.join(SHAPES)} or a .npy file of a (D, H, W) 0/1 grid",
-                          f"{args.shape.name} ({_one_line(err)})") from err
+                          f"{args.shape.name} ({one_line(err)})") from err
 
 
 def _names(text: str) -> list[str]:

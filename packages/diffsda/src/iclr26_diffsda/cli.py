@@ -18,6 +18,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    one_line,
     output_paths,
     positive_int,
     progress,
@@ -35,10 +36,6 @@ from .model import DiffSDA
 from .train import train_model
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def _load_data(args) -> SeqSet:
     """``--data`` (an .npz written by ``generate``), or ``--n`` fresh sequences of ``--kind``."""
     if getattr(args, "data", None) is None:
@@ -48,7 +45,7 @@ def _load_data(args) -> SeqSet:
             return SeqSet.from_arrays(dict(arrays))
     except Exception as err:
         raise usage_error("--data", "an .npz of sequences written by `iclr26-diffsda generate`",
-                          f"{args.data.name} ({_one_line(err)})") from err
+                          f"{args.data.name} ({one_line(err)})") from err
 
 
 def _save_npz(path: pathlib.Path, arrays: dict) -> None:
@@ -64,7 +61,7 @@ def _load_model(path: pathlib.Path, device) -> DiffSDA:
         model.load_state_dict(ckpt["state_dict"])
     except Exception as err:
         raise usage_error("--ckpt", "a model.pt written by `iclr26-diffsda fit`",
-                          f"{path.name} ({_one_line(err)})") from err
+                          f"{path.name} ({one_line(err)})") from err
     return model.eval()
 
 

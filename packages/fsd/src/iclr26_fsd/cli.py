@@ -17,6 +17,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    one_line,
     output_paths,
     positive_int,
     progress,
@@ -36,9 +37,6 @@ from .model import FSDTiny
 MODELS = {"fsd": {}, "fsd-nocot": {"cot": False}, "fsd-nosc": {"self_consistency": False}, "direct": None}
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
 
 def _device(args) -> str:
     return str(resolve_device(args.device))
@@ -49,7 +47,7 @@ def _policy(args):
     try:
         return load_policy(args.model, _device(args))
     except Exception as err:
-        raise usage_error("--model", "a model.pt written by `iclr26-fsd fit`", f"{args.model.name} ({_one_line(err)})"
+        raise usage_error("--model", "a model.pt written by `iclr26-fsd fit`", f"{args.model.name} ({one_line(err)})"
                           ) from err
 
 
@@ -91,7 +89,7 @@ def _read_image(path: pathlib.Path) -> np.ndarray:
     try:
         img = np.asarray(matplotlib.image.imread(path))
     except Exception as err:
-        raise usage_error("--image", "a PNG image", f"{path.name} ({_one_line(err)})") from err
+        raise usage_error("--image", "a PNG image", f"{path.name} ({one_line(err)})") from err
     if img.ndim not in (2, 3) or img.size == 0:
         raise usage_error("--image", "a PNG image", f"{path.name} (an array of shape {img.shape})")
     if img.ndim == 2:

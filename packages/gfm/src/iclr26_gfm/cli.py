@@ -18,6 +18,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    one_line,
     output_paths,
     positive_int,
     run,
@@ -34,17 +35,13 @@ from .metrics import max_violation, violation_rate
 from .model import SOLVERS, GaugeFlowMatching
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def _data(args):
     """``(X, set)`` from ``--data``; a missing array, bad shape or infeasible row becomes an error naming it."""
     try:
         return load_npz(args.data)
     except Exception as err:
         raise usage_error("--data", "an .npz with X and A,b (polytope) or Q,c (ellipsoid), every row inside the set",
-                          f"{args.data.name} ({_one_line(err)})") from err
+                          f"{args.data.name} ({one_line(err)})") from err
 
 
 def _device(args) -> str:
@@ -73,7 +70,7 @@ def _cmd_sample(args) -> int:
     try:
         model = GaugeFlowMatching.load(args.model, device=_device(args))
     except Exception as err:
-        raise usage_error("--model", "a model.pt written by `iclr26-gfm fit`", f"{args.model.name} ({_one_line(err)})"
+        raise usage_error("--model", "a model.pt written by `iclr26-gfm fit`", f"{args.model.name} ({one_line(err)})"
                           ) from err
     start = time.perf_counter()
     S = model.sample(args.n, steps=args.steps, solver=args.solver, boundary=args.boundary)

@@ -21,6 +21,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    one_line,
     output_paths,
     positive_int,
     run,
@@ -38,9 +39,6 @@ from .noise import KINDS, instance_only_flip
 
 EMBEDDED = {"breast_cancer": data.breast_cancer, "digits": data.digits_odd_even, "tones": data.tones}
 
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _load_input(spec: str, data_root: pathlib.Path | None):
@@ -60,7 +58,7 @@ def _load_input(spec: str, data_root: pathlib.Path | None):
         table = data.load_table(path)
         return table["X"], table["y"]
     except Exception as err:
-        raise usage_error("--data", expected, f"{spec!r} ({_one_line(err)})") from err
+        raise usage_error("--data", expected, f"{spec!r} ({one_line(err)})") from err
 
 
 def _table(args) -> dict:
@@ -71,7 +69,7 @@ def _table(args) -> dict:
             raise ValueError(f"arrays {sorted(table)}")
     except Exception as err:
         raise usage_error("--in", "a .npz/.csv with X and y_noisy (or y, or y_multi)",
-                          f"{args.input.name} ({_one_line(err)})") from err
+                          f"{args.input.name} ({one_line(err)})") from err
     return table
 
 
@@ -153,7 +151,7 @@ def _rho_argument(value: str | pathlib.Path | None, table: dict):
             raise ValueError(f"shape {getattr(rho, 'shape', None)}")
     except Exception as err:
         raise usage_error("--rho", "posterior, knn, constant, oracle or a .npy of one rho per instance",
-                          f"{value.name} ({_one_line(err)})") from err
+                          f"{value.name} ({one_line(err)})") from err
     return rho
 
 
