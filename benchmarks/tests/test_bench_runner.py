@@ -102,6 +102,17 @@ def test_run_writes_schema_json_and_resumes(fake, tmp_path):
     assert (fake / "calls.txt").read_text().count("ok") == 2
 
 
+def test_jobs_share_the_cores_and_threads_sets_each_benchmark(fake, tmp_path, monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    threads = {}
+    for name, extra in (("jobs2", ["--jobs", "2"]), ("jobs1", []), ("threads1", ["--threads", "1"])):
+        out = tmp_path / name
+        assert main(["run", "fake.ok", "fake.paired", "--scale", "smoke", "--device", "cpu", "--out", str(out),
+                     "--quiet", *extra]) == 0
+        threads[name] = {json.loads(p.read_text())["versions"]["threads"] for p in out.glob("*.json")}
+    assert threads == {"jobs2": {"1"}, "jobs1": {"2"}, "threads1": {"1"}}
+
+
 def test_failures_are_recorded_and_do_not_stop_the_others(fake, tmp_path):
     out = tmp_path / "res"
     code = main(["run", "fake.ok", "fake.neg", "fake.boom", "fake.broken", "--scale", "smoke", "--device", "cpu",

@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=seed_arg, default=0, help="base seed; multi-seed claims derive theirs (default: 0)")
     r.add_argument("--out", default="results", help="results folder (default: results)")
     r.add_argument("--jobs", type=positive_int, default=1, help="benchmarks run in parallel (default: 1)")
-    r.add_argument("--threads", type=positive_int, default=None,
+    # its own dest: ``call_handler`` applies a ``threads`` option to this process, and this one is per benchmark
+    r.add_argument("--threads", type=positive_int, default=None, dest="bench_threads", metavar="THREADS",
                    help="CPU threads per benchmark (default: the cores divided among --jobs)")
     r.add_argument("--max-seconds", type=float, default=None, metavar="N",
                    help="start no benchmark after N seconds; the rest are reported as not run")
@@ -62,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     chosen = select(args.names, discover())
     start = time.perf_counter()
     outcomes = run_benchmarks(chosen, args.scale, args.device, args.seed, args.out, args.jobs, args.force,
-                              args.threads, args.max_seconds, args.backend, args.address)
+                              args.bench_threads, args.max_seconds, args.backend, args.address)
     ok, not_run, done = True, [], 0
     for o in progress(outcomes, total=len(chosen), desc="benchmarks", quiet=args.quiet):
         if o.result is None:
