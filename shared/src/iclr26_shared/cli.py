@@ -63,6 +63,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def fraction_arg(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1 (split fractions, miscoverage levels)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
 def device_arg(text: str) -> str:
     """argparse type of ``--device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``, and CUDA must exist when asked for."""
     spec = text.strip().lower()

@@ -21,6 +21,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    fraction_arg,
     one_line,
     output_paths,
     positive_int,
@@ -127,17 +128,6 @@ def _rho_arg(text: str) -> str | pathlib.Path:
     return text if text in RHO_NAMES else existing_file(text)
 
 
-def _fraction(text: str) -> float:
-    """argparse type: a number in (0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text!r}")
-    return value
-
-
 def _rho_argument(value: str | pathlib.Path | None, table: dict):
     if value is None or value in ("posterior", "knn", "constant"):
         return value or "posterior"
@@ -217,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--mode", choices=("backward", "forward", "none"), default="forward")
     t.add_argument("--rho", type=_rho_arg, default=None,
                    help="posterior (default), knn, constant, oracle, or a .npy file")
-    t.add_argument("--test-frac", type=_fraction, default=0.3)
+    t.add_argument("--test-frac", type=fraction_arg, default=0.3)
     t.add_argument("--lam", type=float, default=1e-2, help="L2 strength of the linear learner")
     t.set_defaults(handler=cmd_fit)
 

@@ -5,6 +5,7 @@ Files land in the ``--out`` folder: ``render --plot`` -> ``schedule.png``, ``fit
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import sys
@@ -19,6 +20,7 @@ from iclr26_shared.cli import (
     common_options,
     existing_file,
     output_paths,
+    progress,
     run,
     usage_error,
 )
@@ -103,7 +105,8 @@ def cmd_fit(args) -> int:
     X = task["Xtr"].reshape(len(task["Xtr"]), -1)
     task = {**task, **{k: task[k].reshape(len(task[k]), -1) for k in ("Xtr", "Xte_known", "Xte_unknown")}}
     n_known = len(task["known_classes"])
-    common = {"epochs": args.epochs, "lr": args.lr, "seed": args.seed, "start": 0, "batch_size": args.batch_size}
+    common = {"epochs": args.epochs, "lr": args.lr, "seed": args.seed, "start": 0, "batch_size": args.batch_size,
+              "progress": functools.partial(progress, desc="epochs", quiet=args.quiet)}
     if args.loss == "ce":
         model = MLP(X.shape[1], (128, 128), n_known).to(device)
         history = fit_ce(model, X, task["ytr"], sched, **common)

@@ -86,14 +86,14 @@ def _lr_scheduler(optimizer, epochs: int, restarts: int | None):
 
 
 def _run_epochs(model, params, loss_fn: TemperatureScheduledLoss, batch_loss, X, y, epochs, lr, momentum,
-                weight_decay, batch_size, seed, restarts) -> FitHistory:
+                weight_decay, batch_size, seed, restarts, progress) -> FitHistory:
     gen = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     sched = _lr_scheduler(opt, epochs, restarts)
     history = FitHistory()
     n = X.shape[0]
     model.train()
-    for _ in range(epochs):
+    for _ in range(epochs) if progress is None else progress(range(epochs)):
         start, total = time.perf_counter(), 0.0
         history.temperatures.append(loss_fn.temperature)
         order = torch.randperm(n, generator=gen).to(X.device)
@@ -115,7 +115,8 @@ def _run_epochs(model, params, loss_fn: TemperatureScheduledLoss, batch_loss, X,
 
 def fit_ce(model: nn.Module, X, y, schedule, epochs: int, lr: float = 0.05, momentum: float = 0.9,
            weight_decay: float = 5e-4, batch_size: int = 64, jitter: float = 0.1, seed: int = 0, start: int = 0,
-           augment: Augment | None = None, restarts: int | None = None) -> FitHistory:
+           augment: Augment | None = None, restarts: int | None = None,
+           progress: Callable | None = None) -> FitHistory:
     """Trains ``model`` in place with ``CE(model(x) / tau_t, y)``, ``tau_t = schedule(start + epoch)``.
 
     Args:
@@ -128,6 +129,7 @@ def fit_ce(model: nn.Module, X, y, schedule, epochs: int, lr: float = 0.05, mome
         seed: seeds the generator of the data order and of the augmentation noise.
         augment: ``augment(x, generator) -> x`` applied to each batch (e.g. random crops for images).
         restarts: cosine learning-rate annealing with this many warm restarts; ``None`` keeps ``lr`` constant.
+        progress: wraps the range of epochs (a progress-bar function such as ``iclr26_shared.cli.progress``).
 
     Returns:
         The :class:`FitHistory` (temperature, mean loss and seconds of every epoch).
@@ -142,13 +144,13 @@ def fit_ce(model: nn.Module, X, y, schedule, epochs: int, lr: float = 0.05, mome
         return loss_fn(model(augment(xb, gen)), yb)
 
     return _run_epochs(model, model.parameters(), loss_fn, batch_loss, X, y, epochs, lr, momentum, weight_decay,
-                       batch_size, seed, restarts)
+                       batch_size, seed, restarts, progress)
 
 
 def fit_supcon(model: nn.Module, X, y, schedule, epochs: int, lr: float = 0.05, momentum: float = 0.9,
                weight_decay: float = 5e-4, batch_size: int = 64, jitter: float = 0.1, seed: int = 0, start: int = 0,
                base_temperature: float = 0.07, augment: Augment | None = None,
-               restarts: int | None = None) -> FitHistory:
+               restarts: int | None = None, progress: Callable | None = None) -> FitHistory:
     """Trains ``model`` (inputs -> ``(B, D)`` embeddings) in place with SupCon on two augmented views.
 
     The embeddings are L2-normalised before the loss; the SupCon temperature follows ``schedule``.
@@ -165,7 +167,7 @@ def fit_supcon(model: nn.Module, X, y, schedule, epochs: int, lr: float = 0.05, 
         return loss_fn(views, yb)
 
     return _run_epochs(model, model.parameters(), loss_fn, batch_loss, X, y, epochs, lr, momentum, weight_decay,
-                       batch_size, seed, restarts)
+                       batch_size, seed, restarts, progress)
 
 
 @torch.no_grad()
