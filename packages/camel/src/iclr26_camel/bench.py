@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.datasets import data_root
+from iclr26_shared.device import current_threads
 
 from .data import load_mfeat, load_npz, make_incomplete_multiview_blobs
 from .experiment import mean_of, summarize, sweep
@@ -39,7 +40,7 @@ class Config:
     timing_source: str = "synthetic"
     timing_iters: int = 5
     tune_lambda2: bool = False
-    n_jobs: int = 2
+    n_jobs: int | None = None  # worker processes; None: the threads the caller gave the benchmark (--threads)
 
 
 CONFIGS = {
@@ -170,17 +171,18 @@ def run_benchmark(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
     cfg = CONFIGS[check_scale(scale)]
     Xs, y, data_name = _load(cfg, seed)
     seeds = derive_seeds(seed, cfg.n_seeds)
-    runs = sweep(Xs, y, cfg.methods, cfg.rates, seeds, hyper=cfg.hyper, n_jobs=cfg.n_jobs)
+    n_jobs = cfg.n_jobs or current_threads()
+    runs = sweep(Xs, y, cfg.methods, cfg.rates, seeds, hyper=cfg.hyper, n_jobs=n_jobs)
     claims = _accuracy_claims(runs, cfg.rates) if cfg.data != "synthetic" else _smoke_claims(runs)
     metrics: dict[str, float] = {}
     rows = summarize(runs)
     if cfg.tune_lambda2:
-        chosen, tuning_rows = _tune_lambda2(Xs, y, seed, cfg.n_jobs)
+        chosen, tuning_rows = _tune_lambda2(Xs, y, seed, n_jobs)
         rows.extend(tuning_rows)
         tuned = []
         for method, lam in chosen.items():
             tuned += [dict(r, method=f"{method}_tuned") for r in
-                      sweep(Xs, y, [method], [0.3], seeds, hyper={"lambda2": lam}, n_jobs=cfg.n_jobs)]
+                      sweep(Xs, y, [method], [0.3], seeds, hyper={"lambda2": lam}, n_jobs=n_jobs)]
         rows.extend(summarize(tuned))
         runs += tuned
         gap = mean_of(tuned, "acc", method="camel_normdeg_tuned") - mean_of(tuned, "acc", method="camel_tuned")

@@ -38,7 +38,7 @@ FULL_MODELS = ("relu_pe", "finer", "gauss", "wire", "cosmo_rc_nonorm", "rc_nomod
 CONFIGS = {
     "smoke": {"image": "gradient", "size": 16, "width": 16, "layers": 3, "iters": 20, "seeds": 2,
               "extra": ("rc_nomod",)},
-    "quick": {"image": "camera", "size": 48, "width": 64, "layers": 3, "iters": 150, "seeds": 3, "extra": ()},
+    "quick": {"image": "camera", "size": 40, "width": 64, "layers": 3, "iters": 150, "seeds": 3, "extra": ()},
     "full": {"image": "camera", "size": 64, "width": 64, "layers": 3, "iters": 300, "seeds": 5,
              "extra": FULL_MODELS},
     "paper": {"image": "kodak", "size": 256, "width": 256, "layers": 3, "iters": 4500, "seeds": 1,
