@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import pathlib
 import time
 from collections.abc import Sequence
@@ -65,7 +66,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   use_structure=not args.no_structure, use_alignment=not args.no_alignment,
                   device=args.device, random_state=args.seed, verbose=not args.quiet and args.verbose)
     start = time.perf_counter()
-    model.fit(Xs, y)
+    model.fit(Xs, y, progress=functools.partial(progress, quiet=args.quiet))
     seconds = time.perf_counter() - start
     m = {**scores(y, model.labels_), "seconds": seconds, "n": len(y), "n_views": len(Xs), "n_clusters": n_clusters}
     _write_csv(paths["labels.csv"], ["index", "label", "cluster"],

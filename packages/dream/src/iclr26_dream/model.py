@@ -55,6 +55,10 @@ def check_views(Xs, allow_single_view: bool = False) -> list[np.ndarray]:
     return views
 
 
+def _bar(epochs: range, progress, desc: str):
+    return epochs if progress is None else progress(epochs, desc=desc)
+
+
 class DREAM(ClusterMixin, BaseEstimator):
     """Deep multi-view clustering with dual-branch representations, gated fusion and triple alignment.
 
@@ -225,14 +229,14 @@ class DREAM(ClusterMixin, BaseEstimator):
                                                rows=None if adj.is_sparse else rows)
         return loss
 
-    def _pretrain(self, xs, a_hats, adjs) -> None:
+    def _pretrain(self, xs, a_hats, adjs, progress) -> None:
         """Pretrains L_Encode (VAE + graph reconstruction) with Adam, full batch or mini-batches of
         ``pretrain_batch_size`` rows (the GCN always propagates over the whole graph)."""
         encoders = [*self.vaes_.parameters(), *self.gcns_.parameters()]
         opt = torch.optim.Adam(encoders, lr=self.lr)
         n = xs[0].shape[0]
         size = n if self.pretrain_batch_size is None else min(self.pretrain_batch_size, n)
-        for epoch in range(self.pretrain_epochs):
+        for epoch in _bar(range(self.pretrain_epochs), progress, "pretrain epochs"):
             order = torch.as_tensor(self._rng.permutation(n), device=self.device_)
             total = 0.0
             for start in range(0, n, size):
@@ -279,8 +283,11 @@ class DREAM(ClusterMixin, BaseEstimator):
             print(f"[DREAM] {phase} epoch {epoch}: " + ", ".join(f"{k}={float(v):.4f}" for k, v in parts.items()))
 
     # ------------------------------------------------------------------ API
-    def fit(self, Xs, y=None):
+    def fit(self, Xs, y=None, progress=None):
         """Fits DREAM on the views ``Xs`` (list of V arrays ``(N, d_v)``); ``y`` only feeds ``history_``.
+
+        ``progress(iterable, desc=...)`` wraps the epoch loops of both phases (a progress-bar function such as
+        ``iclr26_shared.cli.progress``); ``None`` shows nothing.
 
         Raises:
             TypeError, ValueError: bad views or hyper-parameters (the message names the argument).
@@ -310,7 +317,7 @@ class DREAM(ClusterMixin, BaseEstimator):
             module.to(self.device_).train()
         self.history_ = {"epoch": [], "phase": [], "refresh_epochs": [], "inter_skipped": 0}
 
-        self._pretrain(xs, a_hats, adjs)
+        self._pretrain(xs, a_hats, adjs, progress)
 
         with torch.no_grad():
             l0 = F.normalize(self._forward(xs, a_hats)[4], dim=1).cpu().numpy()
@@ -322,7 +329,7 @@ class DREAM(ClusterMixin, BaseEstimator):
                   *self.head_.parameters()]
         opt = torch.optim.Adam(params, lr=self.lr)
         p = pseudo = None
-        for epoch in range(self.epochs):
+        for epoch in _bar(range(self.epochs), progress, "joint epochs"):
             mus, logvars, x_hats, hs, l, _, _ = self._forward(xs, a_hats)
             q = self.head_(l)
             if epoch % self.pseudo_update_every == 0:

@@ -6,6 +6,7 @@ Files are written with fixed names inside the ``--out`` folder: ``fit`` -> ``mod
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import time
@@ -21,6 +22,7 @@ from iclr26_shared.cli import (
     one_line,
     output_paths,
     positive_int,
+    progress,
     run,
     run_bench_command,
     usage_error,
@@ -58,7 +60,7 @@ def _cmd_fit(args) -> int:
         X, C = make_target(args.target, args.n, args.dim, seed=args.seed)
     model = GaugeFlowMatching(C, hidden=tuple(args.hidden), boundary=args.boundary, n_steps_train=args.steps,
                               batch_size=args.batch_size, lr=args.lr, seed=args.seed, device=_device(args))
-    model.fit(X)
+    model.fit(X, progress=functools.partial(progress, desc="steps", quiet=args.quiet))
     model.save(out)
     print(f"trained on {X.shape[0]} x {X.shape[1]} points in {model.train_seconds_:.1f}s; "
           f"final loss {np.mean(model.losses_[-50:]):.4f}\n  -> {out}")

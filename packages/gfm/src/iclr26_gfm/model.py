@@ -11,7 +11,7 @@ import math
 import pathlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -122,10 +122,11 @@ class FlowEstimator:
         """Validates training data; returns it as float64. Subclasses add feasibility checks."""
         return check_data(X)
 
-    def fit(self, X, **kwargs) -> FlowEstimator:
+    def fit(self, X, progress: Callable | None = None, **kwargs) -> FlowEstimator:
         """Trains the velocity net on ``X`` ``(n, d)``; returns ``self``.
 
-        Sets ``net_``, ``losses_`` and ``train_seconds_``.
+        ``progress`` wraps the range of training steps (a progress-bar function such as
+        ``iclr26_shared.cli.progress``). Sets ``net_``, ``losses_`` and ``train_seconds_``.
         """
         X64 = self._prepare(X, **kwargs)
         self.dim_ = X64.shape[1]
@@ -137,7 +138,8 @@ class FlowEstimator:
         gen = self._generator(1)
         losses = np.empty(self.n_steps_train)
         start = time.perf_counter()
-        for step in range(self.n_steps_train):
+        steps = range(self.n_steps_train)
+        for step in steps if progress is None else progress(steps):
             idx = torch.randint(0, z1_all.shape[0], (self.batch_size,), generator=gen, device=self.device)
             z1 = z1_all[idx]
             z0 = self._source(self.batch_size, gen)
@@ -324,10 +326,11 @@ class GaugeFlowMatching(FlowEstimator):
         self.sample_stats_ = {"outside_iterates": self._outside, "iterates": n * steps}
         return out
 
-    def fit(self, X, check_feasible: bool = True) -> GaugeFlowMatching:
+    def fit(self, X, check_feasible: bool = True, progress: Callable | None = None) -> GaugeFlowMatching:
         """Maps ``X`` ``(n, d)`` into the ball and trains; raises ValueError on infeasible rows unless
-        ``check_feasible=False`` (those rows are then radially clipped to the sphere)."""
-        return super().fit(X, check_feasible=check_feasible)
+        ``check_feasible=False`` (those rows are then radially clipped to the sphere). ``progress`` as in
+        :meth:`FlowEstimator.fit`."""
+        return super().fit(X, progress=progress, check_feasible=check_feasible)
 
     def _config(self) -> dict:
         return {**super()._config(), "source": self.source, "boundary": self.boundary,

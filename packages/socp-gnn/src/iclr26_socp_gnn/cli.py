@@ -6,6 +6,7 @@ Every command writes fixed file names into the ``--out`` folder: ``generate`` ->
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import pathlib
 from collections.abc import Sequence
@@ -73,7 +74,8 @@ def _fit(args) -> int:
         print(f"epoch {epoch:4d}  validation {metric:.4f}")
 
     hist = fit(model, train, val, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
-               device=device, log_every=25, callback=None if args.quiet else log)
+               device=device, log_every=25, callback=None if args.quiet else log,
+               progress=functools.partial(progress, desc="epochs", quiet=args.quiet))
     with atomic_path(out) as tmp:
         torch.save({"kind": args.model, "config": model.config, "state": model.state_dict()}, tmp)
     print(f"trained {hist.seconds:.1f}s (best epoch {hist.best_epoch}) -> {out}")
@@ -130,7 +132,8 @@ def _opf(args) -> int:
         torch.manual_seed(args.seed)
         model = build_model(kind, "solution", hidden=args.hidden if kind == "gnn" else None, layers=args.layers,
                             example=train[0][0])
-        fit(model, train, epochs=args.epochs, seed=args.seed, device=device)
+        fit(model, train, epochs=args.epochs, seed=args.seed, device=device,
+            progress=functools.partial(progress, desc=f"{kind} epochs", quiet=args.quiet))
         met = evaluate(model, test, device=device)
         preds = predict(model, test, device=device)
         met["bus_balance_residual"] = sum(bus_balance_residual(P, x) for (P, _), x in zip(test, preds)) / len(test)

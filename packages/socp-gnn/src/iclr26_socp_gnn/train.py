@@ -59,14 +59,15 @@ def make_batches(data_list, batch_size: int, device, order=None) -> list:
 
 def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size: int = 64, seed: int = 0,
         device="cpu", weight_decay: float = 0.0, clip: float = 1.0, lr_min: float = 1e-5, log_every: int = 25,
-        restore_best: bool = True, callback=None) -> History:
+        restore_best: bool = True, callback=None, progress=None) -> History:
     """Trains ``model`` on ``train`` (list of ``(SOCP, label)``); returns its ``History``.
 
     Adam with cosine decay from ``lr`` to ``lr_min`` per step, gradient-norm clip ``clip``; loss: BCE with
     logits (feasibility) or MSE on standardised targets (objective, solution; the scale is a single scalar
     for the solution so equivariance is kept). With ``val``, the validation metric of ``evaluate`` is logged
     every ``log_every`` epochs and, if ``restore_best``, the best state is restored at the end (early stopping).
-    ``callback(epoch, val_metric)`` is called at each log.
+    ``callback(epoch, val_metric)`` is called at each log; ``progress`` wraps the range of epochs (a
+    progress-bar function such as ``iclr26_shared.cli.progress``).
     """
     _check_items(train, "train")
     if val is not None:
@@ -95,7 +96,7 @@ def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size:
     partitions = [make_batches(data, batch_size, device, torch.randperm(len(data), generator=gen).tolist())
                   for _ in range(min(epochs, N_SHUFFLES))]
     hist, best, start = History(), None, time.perf_counter()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(1, epochs + 1) if progress is None else progress(range(1, epochs + 1)):
         model.train()
         total, count = 0.0, 0
         part = partitions[(epoch - 1) % len(partitions)]
