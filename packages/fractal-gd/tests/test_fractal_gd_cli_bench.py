@@ -27,6 +27,9 @@ def test_cli_round_trip(tmp_path, capsys):
     (tmp_path / "bad.npz").write_bytes(b"not an npz")
     assert main(["dimension", "--npz", str(tmp_path / "bad.npz")]) == 2
     assert capsys.readouterr().err.startswith("error: --npz: expected a basin.npz")
+    assert main(["sweep", "--eta", "0.8", "--segment", "1", "2", "1", "2", "--out", str(tmp_path / "z")]) == 2
+    assert capsys.readouterr().err.startswith("error: --segment: expected two distinct end points")
+    assert not (tmp_path / "z").exists()
 
 
 def test_bench_smoke_writes_the_json_contract(tmp_path):

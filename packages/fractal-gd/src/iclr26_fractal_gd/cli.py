@@ -68,14 +68,17 @@ def _cmd_dimension(args) -> int:
 
 
 def _cmd_sensitivity(args) -> int:
+    x0, y0, x1, y1 = args.segment
+    if (x0, y0) == (x1, y1):
+        raise usage_error("--segment", "two distinct end points U0 V0 U1 V1", " ".join(f"{v:g}" for v in args.segment))
     (out,) = output_paths(args, "sensitivity.png")
     plt = pyplot()
-    x0, y0, x1, y1 = args.segment
     res = segment_outcomes((x0, y0), (x1, y1), args.n, args.y, args.eta, args.lam, steps=args.steps)
     conv = res["converged"]
     imb = res["final_imbalance"][conv]
-    print(f"converged {conv.mean():.4f}; |u^2-v^2|: mean {imb.mean():.4g}, std {imb.std():.4g}; "
-          f"u^2+v^2-2|y|: std {res['final_norm2'][conv].std():.4g}; branch flips {res['flips']}")
+    limits = (f"|u^2-v^2|: mean {imb.mean():.4g}, std {imb.std():.4g}; "
+              f"u^2+v^2-2|y|: std {res['final_norm2'][conv].std():.4g}") if conv.any() else "no point converged"
+    print(f"converged {conv.mean():.4f}; {limits}; branch flips {res['flips']}")
     fig, axes = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
     t = np.linspace(0, 1, args.n)
     axes[0].plot(t, res["final_imbalance"], lw=0.7)
