@@ -27,6 +27,9 @@ def test_cli_round_trip(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[-1].startswith("error: --model: expected a model.pt")
     assert main(["fit", "--data", str(model), "--out", str(tmp_path / "f")]) == 2
     assert capsys.readouterr().err.startswith("error: --data: expected a dataset.json")
+    with pytest.raises(SystemExit) as refused:
+        main(["fit", "--data", str(data), "--hidden", "0", "--out", str(tmp_path / "h")])
+    assert refused.value.code == 2 and "--hidden: expected a positive integer, got '0'" in capsys.readouterr().err
 
 
 def test_smoke_benchmark_writes_the_json_contract(tmp_path):

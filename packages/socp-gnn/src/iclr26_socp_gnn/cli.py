@@ -19,6 +19,7 @@ from iclr26_shared.cli import (
     common_options,
     existing_file,
     output_paths,
+    positive_int,
     progress,
     run,
     usage_error,
@@ -155,41 +156,41 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", parents=[common],
                        help="generate and label random SOCPs with Clarabel; writes dataset.json")
     g.add_argument("--task", choices=("feasibility", "objective", "solution"), default="feasibility")
-    g.add_argument("--n-instances", type=int, default=3000)
-    g.add_argument("--n", type=int, default=10)
-    g.add_argument("--m", type=int, default=5)
-    g.add_argument("--k", type=int, default=3)
+    g.add_argument("--n-instances", type=positive_int, default=3000)
+    g.add_argument("--n", type=positive_int, default=10)
+    g.add_argument("--m", type=positive_int, default=5)
+    g.add_argument("--k", type=positive_int, default=3)
     g.add_argument("--p", type=float, default=2.0)
-    g.add_argument("--jobs", type=int, default=1, help="worker processes for the solver")
+    g.add_argument("--jobs", type=positive_int, default=1, help="worker processes for the solver")
     g.set_defaults(handler=_generate)
 
     t = sub.add_parser("fit", aliases=["train"], parents=[common],
                        help="train the GNN (or the MLP baseline) on a generated dataset; writes model.pt")
     t.add_argument("--data", type=existing_file, required=True, help="dataset.json written by generate")
     t.add_argument("--model", choices=("gnn", "gnn-coneblind", "mlp"), default="gnn")
-    t.add_argument("--hidden", type=int, default=64)
-    t.add_argument("--layers", type=int, default=4)
-    t.add_argument("--mlp-width", type=int, default=512)
-    t.add_argument("--epochs", type=int, default=300)
+    t.add_argument("--hidden", type=positive_int, default=64)
+    t.add_argument("--layers", type=positive_int, default=4)
+    t.add_argument("--mlp-width", type=positive_int, default=512)
+    t.add_argument("--epochs", type=positive_int, default=300)
     t.add_argument("--lr", type=float, default=1e-3)
-    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--batch-size", type=positive_int, default=64)
     t.set_defaults(handler=_fit)
 
     e = sub.add_parser("evaluate", aliases=["eval"], parents=[common],
                        help="evaluate a fitted model on a dataset; writes evaluation.json")
     e.add_argument("--model", type=existing_file, required=True, help="model.pt written by fit")
     e.add_argument("--data", type=existing_file, required=True, help="dataset.json written by generate")
-    e.add_argument("--n-timing", type=int, default=50, help="instances timed against Clarabel")
+    e.add_argument("--n-timing", type=positive_int, default=50, help="instances timed against Clarabel")
     e.set_defaults(handler=_evaluate)
 
     o = sub.add_parser("opf", parents=[common],
                        help="SOC-OPF on a PYPOWER case: solve, then train GNN vs MLP; writes opf.json")
     o.add_argument("--case", default="case14")
-    o.add_argument("--n-instances", type=int, default=500)
-    o.add_argument("--epochs", type=int, default=100)
-    o.add_argument("--hidden", type=int, default=64)
-    o.add_argument("--layers", type=int, default=4)
-    o.add_argument("--jobs", type=int, default=1)
+    o.add_argument("--n-instances", type=positive_int, default=500)
+    o.add_argument("--epochs", type=positive_int, default=100)
+    o.add_argument("--hidden", type=positive_int, default=64)
+    o.add_argument("--layers", type=positive_int, default=4)
+    o.add_argument("--jobs", type=positive_int, default=1)
     o.set_defaults(handler=_opf)
 
     add_bench_command(sub, BENCHMARKS + ([OPF] if importlib.util.find_spec("pypower") else []))

@@ -160,6 +160,8 @@ class FlatMLP(_Scaled):
         if n < 1 or not cone_dims or min(cone_dims) < 1 or q < 0:
             raise ValueError(f"n, cone_dims, q: expected n >= 1, non-empty positive cone_dims, q >= 0; "
                              f"got {n}, {cone_dims}, {q}")
+        if not hidden or min(hidden) < 1:
+            raise ValueError(f"hidden: expected one or more positive layer widths, got {tuple(hidden)}")
         self.n, self.cone_dims, self.q = n, cone_dims, q
         self.config = dict(n=n, cone_dims=cone_dims, q=q, hidden=tuple(hidden), task=task)
         K, m = sum(cone_dims), len(cone_dims)
@@ -213,9 +215,10 @@ def count_parameters(model: nn.Module) -> int:
 def build_model(kind: str, task: str, hidden=None, layers: int = 4, example=None) -> nn.Module:
     """``'gnn'``, ``'gnn-coneblind'`` or ``'mlp'`` (sized from ``example``, an ``SOCP``)."""
     if kind in ("gnn", "gnn-coneblind"):
-        return SOCPGNN(hidden=hidden or 64, layers=layers, task=task, membership=kind == "gnn")
+        return SOCPGNN(hidden=64 if hidden is None else hidden, layers=layers, task=task, membership=kind == "gnn")
     if kind == "mlp":
         if example is None:
             raise ValueError("example: the MLP needs an example instance to fix its input size")
-        return FlatMLP(example.n, example.cone_dims, example.q, hidden=hidden or (512, 512, 512), task=task)
+        widths = (512, 512, 512) if hidden is None else hidden
+        return FlatMLP(example.n, example.cone_dims, example.q, hidden=widths, task=task)
     raise ValueError(f"kind: expected 'gnn', 'gnn-coneblind' or 'mlp', got {kind!r}")
