@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import torch
-from iclr26_shared.device import device_name, resolve_device, to_device
+from iclr26_shared.device import device_name, resolve_device, set_threads, to_device, worker_budget
 from iclr26_shared.seeding import seed_everything
 
 
@@ -55,3 +55,14 @@ def test_to_device_moves_nested_containers():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_resolves_when_present():
     assert resolve_device("cuda").type == "cuda"
+
+
+def test_worker_budget_stays_within_the_callers_threads():
+    before = torch.get_num_threads()
+    try:
+        set_threads(1)
+        assert [worker_budget(n) for n in (None, -1, 1, 2, 8)] == [1, 1, 1, 1, 1]
+        set_threads(3)
+        assert [worker_budget(n) for n in (None, -1, 1, 2, 8)] == [3, 3, 1, 2, 3]
+    finally:
+        set_threads(before)

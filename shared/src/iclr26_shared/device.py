@@ -109,6 +109,13 @@ def set_threads(n: int | None = None) -> int:
     return n
 
 
+def worker_budget(wanted: int | None = None) -> int:
+    """How many worker processes a benchmark may start: ``wanted`` (``None`` or ``< 1``: as many as allowed)
+    capped at the CPU threads its caller gave it (:func:`current_threads`, i.e. ``--threads``), at least 1."""
+    budget = current_threads()
+    return budget if wanted is None or wanted < 1 else max(1, min(int(wanted), budget))
+
+
 def current_threads() -> int:
     """The CPU threads in use now: torch's intra-op pool when torch is imported, else the BLAS pools'."""
     torch = sys.modules.get("torch")

@@ -25,7 +25,7 @@ import pathlib
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
-from iclr26_shared.device import current_threads
+from iclr26_shared.device import worker_budget
 
 from .cameras import fibonacci_directions
 from .io import write_png
@@ -119,7 +119,7 @@ def _run_jobs(jobs: list[dict], cfg: dict, device: str) -> list[dict]:
         return [_job(j, cfg, device) for j in jobs]
     from joblib import Parallel, delayed
 
-    n_jobs = max(1, min(n_jobs, current_threads(), len(jobs)))  # within the caller's thread budget (--threads)
+    n_jobs = min(worker_budget(n_jobs), len(jobs))  # within the caller's thread budget (--threads)
     return Parallel(n_jobs=n_jobs)(delayed(_job)(j, cfg, device) for j in jobs)
 
 

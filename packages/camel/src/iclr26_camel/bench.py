@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.datasets import data_root
-from iclr26_shared.device import current_threads
+from iclr26_shared.device import worker_budget
 
 from .data import load_mfeat, load_npz, make_incomplete_multiview_blobs
 from .experiment import mean_of, summarize, sweep
@@ -171,7 +171,7 @@ def run_benchmark(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
     cfg = CONFIGS[check_scale(scale)]
     Xs, y, data_name = _load(cfg, seed)
     seeds = derive_seeds(seed, cfg.n_seeds)
-    n_jobs = cfg.n_jobs or current_threads()
+    n_jobs = worker_budget(cfg.n_jobs)
     runs = sweep(Xs, y, cfg.methods, cfg.rates, seeds, hyper=cfg.hyper, n_jobs=n_jobs)
     claims = _accuracy_claims(runs, cfg.rates) if cfg.data != "synthetic" else _smoke_claims(runs)
     metrics: dict[str, float] = {}

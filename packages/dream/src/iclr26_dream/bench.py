@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
 from iclr26_shared.datasets import data_root
+from iclr26_shared.device import worker_budget
 from iclr26_shared.metrics import clustering_accuracy
 from joblib import Parallel, delayed
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
@@ -281,14 +282,14 @@ def _result(rows: list[dict[str, Any]], claims: list[Claim]) -> Result:
 def run_mfeat(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """``dream.mfeat``: DREAM (and at full scale its ablations) against the baselines on HW/UCI3."""
     check_scale(scale)
-    rows = run_jobs(_mfeat_jobs(scale, seed), device, n_jobs=1 if scale == "smoke" else 2)
+    rows = run_jobs(_mfeat_jobs(scale, seed), device, n_jobs=1 if scale == "smoke" else worker_budget(2))
     return _result(rows, mfeat_claims(rows, scale, seed))
 
 
 def run_synthetic(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """``dream.synthetic``: the semantic/structural reliability-shift set (criterion 4)."""
     check_scale(scale)
-    rows = run_jobs(_synthetic_jobs(scale, seed), device, n_jobs=1 if scale == "smoke" else 2)
+    rows = run_jobs(_synthetic_jobs(scale, seed), device, n_jobs=1 if scale == "smoke" else worker_budget(2))
     return _result(rows, synthetic_claims(rows, scale, seed))
 
 

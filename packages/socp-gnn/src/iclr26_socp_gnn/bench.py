@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import copy
-import os
 import pathlib
 import time
 
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
+from iclr26_shared.device import worker_budget
 
 from .data import make_dataset
 from .graph import to_heterodata
@@ -93,7 +93,7 @@ def _train_eval(kind, task, train, test, cfg, seed, device):
 
 def _datasets(task, size, p, cfg, seed):
     n, m, k = size
-    jobs = cfg["n_jobs"] if cfg["n_jobs"] > 0 else (os.cpu_count() or 1)
+    jobs = worker_budget(cfg["n_jobs"])
     train = make_dataset(task, cfg["n_train"], n, m, k, p=p, seed=seed, n_jobs=jobs, cache=True)
     test = make_dataset(task, cfg["n_test"], n, m, k, p=p, seed=seed, n_jobs=jobs, cache=True, stream=TEST_STREAM)
     return train, test
@@ -242,7 +242,7 @@ def run_opf(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result
     cfg = {**CONFIGS[scale], **OPF_CONFIGS[scale]}
     rows, claims, metrics = [], [], {}
     for case in cfg["cases"]:
-        jobs = cfg["n_jobs"] if cfg["n_jobs"] > 0 else (os.cpu_count() or 1)
+        jobs = worker_budget(cfg["n_jobs"])
         data = opf_dataset(case, cfg["n_train"] + cfg["n_test"], seed=seed, n_jobs=jobs)
         if len(data) <= cfg["n_train"]:
             raise RuntimeError(f"{case}: only {len(data)} of {data.meta['candidates']} OPF instances were solved")
