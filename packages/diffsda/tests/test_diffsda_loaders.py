@@ -30,3 +30,25 @@ def test_csv_windows(tmp_path):
         load_csv_series(tmp_path / "s.csv", window=4, stride=1, columns=["c"])
     with pytest.raises(ValueError, match="window"):
         load_csv_series(tmp_path / "s.csv", window=11, stride=1)
+
+
+def test_cli_accepts_npy_and_csv_user_files(tmp_path, capsys):
+    from iclr26_diffsda.cli import main
+
+    x = np.random.default_rng(0).uniform(-1, 1, (12, 5, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    tiny = ["--epochs", "1", "--batch-size", "6", "--hidden-dim", "4", "--mlp-hidden", "2", "--noise-repeats", "2",
+            "--device", "cpu", "--quiet"]
+    assert main(["fit", "--data", str(tmp_path / "x.npy"), "--out", str(tmp_path / "npy"), *tiny]) == 0
+    assert main(["predict", "--ckpt", str(tmp_path / "npy" / "model.pt"), "--data", str(tmp_path / "x.npy"),
+                 "--out", str(tmp_path / "npy"), "--device", "cpu"]) == 0
+    assert np.load(tmp_path / "npy" / "codes.npz")["dynamic"].shape == (12, 5, 4)
+    rows = ["date,a,b"] + [f"d{i},{np.sin(i)},{np.cos(i)}" for i in range(40)]
+    (tmp_path / "s.csv").write_text("\n".join(rows))
+    assert main(["fit", "--data", str(tmp_path / "s.csv"), "--window", "8", "--stride", "4",
+                 "--out", str(tmp_path / "csv"), *tiny]) == 0
+    (tmp_path / "x.txt").write_text("1 2 3")
+    capsys.readouterr()
+    assert main(["fit", "--data", str(tmp_path / "x.txt"), "--out", str(tmp_path / "txt"), *tiny]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data: expected an .npz") and ".npy" in err and "x.txt" in err

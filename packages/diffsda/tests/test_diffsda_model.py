@@ -164,3 +164,21 @@ def test_conv_backbone_runs_on_sprite_frames():
     assert model.decode(s, d, steps=2).shape == (2, 3, 3, 16, 16)
     vae = SeqVAE((3, 16, 16), s_dim=4, d_dim=2, hidden_dim=4, mlp_hidden=2, backbone="conv")
     assert torch.isfinite(vae.loss(x)) and vae.reconstruct(x).shape == x.shape
+
+
+class _OptimalDenoiser(torch.nn.Module):
+    """D*(x; sigma) = sigma_d^2 / (sigma^2 + sigma_d^2) x, the ideal denoiser of N(0, sigma_d^2) data."""
+
+    def forward(self, x, sigma, z):
+        return 0.25 / (sigma[:, None] ** 2 + 0.25) * x
+
+
+def test_weighted_loss_of_the_optimal_denoiser_is_one_with_repeats():
+    # lambda(sigma) E||D* - x0||^2 = lambda sigma^2 sigma_d^2 / (sigma^2 + sigma_d^2) = 1 for every sigma, so the
+    # weighting is right iff the loss of D* on N(0, 0.5^2) data is 1 (for any P_mean, P_std and repeat count)
+    for repeats, p_mean, p_std in ((1, -0.4, 1.0), (3, -1.2, 1.2)):
+        model = tiny(noise_repeats=repeats, P_mean=p_mean, P_std=p_std)
+        model.denoiser = _OptimalDenoiser()
+        torch.manual_seed(1)
+        x = 0.5 * torch.randn(4000, 4, 6)
+        assert model.loss(x).item() == pytest.approx(1.0, abs=0.03)
