@@ -20,6 +20,21 @@ def test_smoke_benchmark_writes_the_json_contract(tmp_path):
     assert d["metrics"]["extra_params"] == 25_728
 
 
+def test_two_smoke_runs_are_bit_identical(tmp_path):
+    a, b = (BENCHMARK.run(scale="smoke", device="cpu", seed=0, out_dir=tmp_path / str(i), threads=1) for i in (0, 1))
+    timing = {k for k in a.metrics if k.startswith("fwd_bwd_")}  # wall-clock measurements, not results
+    assert {k: v for k, v in a.metrics.items() if k not in timing} == {
+        k: v for k, v in b.metrics.items() if k not in timing}
+    assert a.rows == b.rows and a.rows[1]["final_loss"] == b.rows[1]["final_loss"]
+    assert [c.measured for c in a.claims] == [c.measured for c in b.claims]
+
+
+def test_quick_random_init_row_runs_on_the_first_seed_only():
+    cfg = SCALE_CONFIGS["quick"]
+    assert not cfg.random_init_every_seed and SCALE_CONFIGS["full"].random_init_every_seed
+    assert [j.name for j in _jobs(MAIN_RUNS, SCALE_CONFIGS["smoke"], 3, random_init=False)] == list(MAIN_RUNS)
+
+
 def test_runs_of_one_seed_share_heads_data_and_weights():
     jobs = {j.name: j for j in _jobs(MAIN_RUNS, SCALE_CONFIGS["smoke"], seed=7)}
     base, spec = jobs["base"], jobs["spec"]

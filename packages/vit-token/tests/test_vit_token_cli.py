@@ -56,3 +56,39 @@ def test_pretrain_bad_input():
         pretrain(SpecViT(), data, steps=1, objective="dino")
     with pytest.raises(ValueError, match="steps"):
         pretrain(SpecViT(), data, steps=0)
+
+
+def _write_pairs(root, n, n_classes, rng):
+    from PIL import Image
+
+    for part in ("train", "test"):
+        (root / part / "images").mkdir(parents=True)
+        (root / part / "masks").mkdir()
+        for i in range(n):
+            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(root / part / "images" / f"{i}.png")
+            mask = rng.integers(0, n_classes, (32, 32), dtype=np.uint8)
+            mask[:2] = 255
+            Image.fromarray(mask).save(root / part / "masks" / f"{i}.png")
+
+
+def test_evaluate_reads_user_segmentation_pairs_with_13_classes(tmp_path, capsys):
+    pytest.importorskip("PIL")
+    data = tmp_path / "data"
+    _write_pairs(data, 6, 13, np.random.default_rng(0))
+    assert main(["fit", "--steps", "1", "--batch-size", "4", "--n-images", "8", "--out", str(tmp_path),
+                 "--device", "cpu", "--quiet"]) == 0
+    ckpt = str(tmp_path / "model.pt")
+    args = ["evaluate", "--ckpt", ckpt, "--data-root", str(data), "--epochs", "1", "--out", str(tmp_path),
+            "--device", "cpu"]
+    assert main(args + ["--n-classes", "13", "--ignore-index", "255"]) == 0
+    result = json.loads((tmp_path / "evaluation.json").read_text())
+    assert result["cls_acc"] is None and 0 <= result["miou"] <= 1 and result["data_root"] == str(data)
+    capsys.readouterr()
+    assert main(args + ["--n-classes", "13", "--force"]) == 2  # 255 is outside [0, 13) without --ignore-index
+    assert capsys.readouterr().err.startswith("error: train.masks: expected labels in [0, 13)")
+    assert main(["evaluate", "--ckpt", ckpt, "--data-root", str(tmp_path), "--out", str(tmp_path), "--force"]) == 2
+    assert "train/images/*.png" in capsys.readouterr().err
+    assert main(["analyze", "--ckpt", ckpt, "--data-root", str(data), "--n-images", "4", "--device", "cpu"]) == 0
+    assert "over 4 images" in capsys.readouterr().out
+    assert main(["fit", "--data-root", str(data), "--out", str(tmp_path / "f")]) == 2
+    assert capsys.readouterr().err.startswith("error: --data-root: expected no folder for 'fit'")

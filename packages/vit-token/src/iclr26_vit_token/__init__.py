@@ -7,7 +7,7 @@ parameters and no extra FLOPs.
 from importlib.metadata import version as _version
 
 from .analysis import ln_dimension_specialisation, token_cosine_stats
-from .data import ShapesSeg, load_image_folder, load_seg_pairs, make_shapes_seg, shapes_seg_splits
+from .data import ShapesSeg, load_image_folder, load_seg_pairs, load_seg_split, make_shapes_seg, shapes_seg_splits
 from .layers import TokenSpecLayerNorm, TokenSpecLinear
 from .model import (
     BASE,
@@ -27,7 +27,8 @@ __version__ = _version("iclr26-vit-token")
 __all__ = [
     "BASE", "SEPNORM", "Block", "PretrainResult", "ShapesSeg", "SpecViT", "TokenSpecLayerNorm", "TokenSpecLinear",
     "__version__", "count_flops", "extract_features", "linear_probe_cls", "linear_probe_seg",
-    "ln_dimension_specialisation", "load_image_folder", "load_seg_pairs", "make_shapes_seg", "mean_iou", "pretrain",
+    "ln_dimension_specialisation", "load_image_folder", "load_seg_pairs", "load_seg_split", "make_shapes_seg",
+    "mean_iou", "pretrain",
     "resolve_blocks", "shapes_seg_splits", "token_cosine_stats", "vit_base_config", "vit_cpu_config",
     "vit_small_config",
 ]

@@ -34,7 +34,8 @@ EXPECTED_BASE, EXPECTED_EXTRA = 307_392, 25_728
 
 @dataclass(frozen=True)
 class ScaleConfig:
-    """Data sizes, pretraining schedule, probe epochs, seeds of the main benchmark, and whether the ablation
+    """Data sizes, pretraining schedule, probe epochs and CV folds, seeds of the main benchmark, whether every
+    seed gets its own random-init reference row (otherwise the first seed only), and whether the ablation
     benchmark trains (otherwise it checks only the parameter structure)."""
 
     pretrain: int
@@ -45,11 +46,15 @@ class ScaleConfig:
     seg_epochs: int
     n_seeds: int
     train_ablations: bool
+    cls_folds: int = 5
+    random_init_every_seed: bool = True
 
 
 SCALE_CONFIGS = {
-    "smoke": ScaleConfig(128, 100, 50, steps=4, batch_size=16, seg_epochs=2, n_seeds=1, train_ablations=False),
-    "quick": ScaleConfig(2000, 400, 200, steps=40, batch_size=32, seg_epochs=8, n_seeds=3, train_ablations=False),
+    "smoke": ScaleConfig(128, 100, 50, steps=4, batch_size=16, seg_epochs=2, n_seeds=1, train_ablations=False,
+                         cls_folds=3),
+    "quick": ScaleConfig(960, 400, 200, steps=30, batch_size=32, seg_epochs=8, n_seeds=3, train_ablations=False,
+                         cls_folds=3, random_init_every_seed=False),
     "full": ScaleConfig(8000, 1000, 500, steps=450, batch_size=64, seg_epochs=20, n_seeds=5, train_ablations=True),
     "paper": ScaleConfig(8000, 2000, 1000, steps=1500, batch_size=128, seg_epochs=30, n_seeds=10,
                          train_ablations=True),
@@ -99,7 +104,7 @@ def _run_job(job: Job, cfg: ScaleConfig, device: str, analysis: bool, threads: i
         row["final_loss"] = float(np.mean([h["loss"] for h in out.history[-10:]]))
     model.eval()
     train, test = job.data["probe_train"], job.data["probe_test"]
-    row["cls_acc"] = linear_probe_cls(model, train, test, job.seed)
+    row["cls_acc"] = linear_probe_cls(model, train, test, job.seed, folds=cfg.cls_folds)
     row.update(linear_probe_seg(model, train, test, epochs=cfg.seg_epochs, seed=job.seed))
     row["params"] = sum(p.numel() for p in model.backbone_parameters().values())
     if analysis:
@@ -107,14 +112,15 @@ def _run_job(job: Job, cfg: ScaleConfig, device: str, analysis: bool, threads: i
     return row
 
 
-def _jobs(runs: dict[str, tuple[dict, str]], cfg: ScaleConfig, seed: int) -> list[Job]:
-    """The random-init baseline and every run of ``runs`` for one seed, all from one base and one set of heads."""
+def _jobs(runs: dict[str, tuple[dict, str]], cfg: ScaleConfig, seed: int, random_init: bool = True) -> list[Job]:
+    """Every run of ``runs`` for one seed (and, with ``random_init``, the frozen random-init baseline), all from
+    one base and one set of heads."""
     data = shapes_seg_splits({"pretrain": cfg.pretrain, "probe_train": cfg.probe_train,
                               "probe_test": cfg.probe_test}, seed=seed)
     torch.manual_seed(seed)
     base = SpecViT(**vit_cpu_config(), **BASE)
     heads = PretrainHeads.for_model(base, seed).state_dict()
-    jobs = [Job(seed, "random_init", BASE, base.state_dict(), heads, data, "cls", 0)]
+    jobs = [Job(seed, "random_init", BASE, base.state_dict(), heads, data, "cls", 0)] if random_init else []
     for name, (spec, objective) in runs.items():
         model = SpecViT.from_base(base, **spec)
         jobs.append(Job(seed, name, model.spec, model.state_dict(), heads, data, objective, cfg.steps))
@@ -158,14 +164,14 @@ def _structure(base: SpecViT, spec: SpecViT, probe_images: np.ndarray) -> dict[s
 
 
 def _aggregate(per_seed: list[dict[str, dict[str, float]]], seeds: list[int]) -> list[dict[str, Any]]:
-    """One row per method: means over seeds of every metric, plus per-seed mIoU and accuracy."""
+    """One row per method: means over the seeds that ran it of every metric, plus per-seed mIoU and accuracy."""
     rows = []
     for name in per_seed[0]:
-        keys = per_seed[0][name].keys()
-        row: dict[str, Any] = {"method": name}
-        row.update({k: float(np.mean([r[name][k] for r in per_seed])) for k in keys})
-        for s, r in zip(seeds, per_seed):
-            row[f"miou_seed{s}"], row[f"cls_acc_seed{s}"] = r[name]["miou"], r[name]["cls_acc"]
+        runs = [(s, r[name]) for s, r in zip(seeds, per_seed) if name in r]
+        row: dict[str, Any] = {"method": name, "n_seeds": len(runs)}
+        row.update({k: float(np.mean([r[k] for _, r in runs])) for k in runs[0][1]})
+        for s, r in runs:
+            row[f"miou_seed{s}"], row[f"cls_acc_seed{s}"] = r["miou"], r["cls_acc"]
         rows.append(row)
     return rows
 
@@ -259,7 +265,7 @@ def _run(runs: dict[str, tuple[dict, str]], ablation: bool, scale: str, device: 
         st["fwd_bwd_seconds_base"] = _fwd_bwd_seconds(base.train(), x, repeats=5)
         st["fwd_bwd_seconds_spec"] = _fwd_bwd_seconds(spec.train(), x, repeats=5)
         st["fwd_bwd_time_ratio"] = st["fwd_bwd_seconds_spec"] / st["fwd_bwd_seconds_base"]
-    jobs = [j for s in seeds for j in _jobs(runs, cfg, s)]
+    jobs = [j for s in seeds for j in _jobs(runs, cfg, s, cfg.random_init_every_seed or s == seeds[0])]
     out = run_jobs(jobs, cfg, device, analysis)
     per_seed = [{j.name: r for j, r in zip(jobs, out) if j.seed == s} for s in seeds]
     rows = _aggregate(per_seed, seeds)

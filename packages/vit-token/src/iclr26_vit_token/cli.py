@@ -1,6 +1,9 @@
 """``iclr26-vit-token``: parameter table, pretraining (fit), linear probes (evaluate), LayerNorm analysis, bench.
 
 Files land in the ``--out`` folder under fixed names: ``fit`` -> ``model.pt``, ``evaluate`` -> ``evaluation.json``.
+``--data-root DIR`` gives ``evaluate`` and ``analyze`` a user segmentation dataset instead of ShapesSeg:
+``DIR/train`` and ``DIR/test``, each with ``images/*.png`` and integer ``masks/*.png`` of the same names
+(``load_seg_split``); ``fit`` pretrains on ShapesSeg only (its [CLS] loss needs ShapesSeg's global labels).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from iclr26_shared.seeding import seed_everything
 
 from .analysis import token_cosine_stats
 from .bench import ABLATIONS, BENCHMARK
-from .data import shapes_seg_splits
+from .data import N_SEG_CLASSES, load_seg_split, shapes_seg_splits
 from .model import BASE, SEPNORM, SpecViT, count_flops, vit_base_config, vit_cpu_config, vit_small_config
 from .pretrain import OBJECTIVES, pretrain
 from .probe import linear_probe_cls, linear_probe_seg
@@ -64,6 +67,9 @@ def _load(path: pathlib.Path, device: torch.device) -> SpecViT:
 def cmd_fit(args) -> int:
     """Pretrains one model; under ``torchrun`` every rank trains its shard of each batch and rank 0 writes."""
     (out,) = output_paths(args, "model.pt")
+    if args.data_root is not None:
+        raise usage_error("--data-root", "no folder for 'fit' (it pretrains on ShapesSeg, whose global labels its "
+                          "[CLS] loss needs; user data goes to 'evaluate' / 'analyze')", str(args.data_root))
     with DistributedContext(args.device) as dist:
         seed_everything(args.seed)
         data = shapes_seg_splits({"pretrain": args.n_images}, seed=args.seed)["pretrain"]
@@ -88,12 +94,18 @@ def cmd_evaluate(args) -> int:
     device = resolve_device(args.device)
     seed_everything(args.seed)
     model = _load(args.ckpt, device)
-    data = shapes_seg_splits({"probe_train": args.n_train, "probe_test": args.n_test}, seed=args.seed)
-    acc = linear_probe_cls(model, data["probe_train"], data["probe_test"], seed=args.seed)
-    seg = linear_probe_seg(model, data["probe_train"], data["probe_test"], epochs=args.epochs, seed=args.seed)
-    print(f"CLS linear probe accuracy {acc:.4f}; patch linear probe mIoU {seg['miou']:.4f}, "
-          f"pixel accuracy {seg['pixel_acc']:.4f}")
-    write_json_atomic(path, {"ckpt": str(args.ckpt), "cls_acc": acc, **seg})
+    if args.data_root is None:
+        splits = shapes_seg_splits({"probe_train": args.n_train, "probe_test": args.n_test}, seed=args.seed)
+        data = {"train": splits["probe_train"], "test": splits["probe_test"]}
+        acc = linear_probe_cls(model, data["train"], data["test"], seed=args.seed)
+        print(f"CLS linear probe accuracy {acc:.4f}")
+    else:  # user segmentation pairs: no global labels, so no [CLS] probe
+        data, acc = load_seg_split(args.data_root), None
+    seg = linear_probe_seg(model, data["train"], data["test"], epochs=args.epochs, seed=args.seed,
+                           n_classes=args.n_classes, ignore_index=args.ignore_index)
+    print(f"patch linear probe mIoU {seg['miou']:.4f}, pixel accuracy {seg['pixel_acc']:.4f}")
+    write_json_atomic(path, {"ckpt": str(args.ckpt), "data_root": args.data_root and str(args.data_root),
+                             "cls_acc": acc, **seg})
     print(f"  -> {path}")
     return 0
 
@@ -101,9 +113,12 @@ def cmd_evaluate(args) -> int:
 def cmd_analyze(args) -> int:
     device = resolve_device(args.device)
     model = _load(args.ckpt, device)
-    images = shapes_seg_splits({"probe_test": args.n_images}, seed=args.seed)["probe_test"].images
+    if args.data_root is None:
+        images = shapes_seg_splits({"probe_test": args.n_images}, seed=args.seed)["probe_test"].images
+    else:
+        images = load_seg_split(args.data_root)["test"].images[:args.n_images]
     stats = token_cosine_stats(model, images, args.block)
-    print(f"block {args.block} pre-attention LayerNorm (mean cosine over {args.n_images} images):")
+    print(f"block {args.block} pre-attention LayerNorm (mean cosine over {len(images)} images):")
     print(f"  [CLS]-patch   pre {stats['cls_patch_pre']:+.4f}  post {stats['cls_patch_post']:+.4f}")
     print(f"  patch-patch   pre {stats['patch_patch_pre']:+.4f}  post {stats['patch_patch_post']:+.4f}")
     print(json.dumps(stats))
@@ -134,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-test", type=int, default=1000)
     p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--n-classes", type=int, default=N_SEG_CLASSES,
+                   help="segmentation classes of the masks (ShapesSeg: 5; with --data-root the user's)")
+    p.add_argument("--ignore-index", type=int, default=None, help="mask label left out of loss and scores (e.g. 255)")
     p.set_defaults(handler=cmd_evaluate)
 
     p = sub.add_parser("analyze", parents=[common_options()],

@@ -29,7 +29,7 @@ class ShapesSeg:
     Attributes:
         images: ``(n, 32, 32, 3)`` uint8 RGB.
         masks: ``(n, 32, 32)`` uint8 dense labels in ``0..4``.
-        labels: ``(n,)`` int64 global labels in ``0..7``.
+        labels: ``(n,)`` int64 global labels in ``0..7`` (-1: none, for user segmentation pairs).
         texture: ``(n,)`` int64 background type (0 stripes, 1 dots).
     """
 
@@ -186,3 +186,23 @@ def load_seg_pairs(root: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     images = np.stack([_read_png(f)[..., :3] for f in files])
     masks = np.stack([_read_png(mask_dir / f.name) for f in files]).astype(np.int64)
     return images, masks
+
+
+def load_seg_split(root: str | os.PathLike) -> dict[str, ShapesSeg]:
+    """A user segmentation dataset for the probes (``--data-root``): ``root/train`` and ``root/test``, each in the
+    ``load_seg_pairs`` layout (``images/*.png`` RGB, ``masks/*.png`` integer labels of the same stem and size).
+
+    Returns ``{"train", "test"}`` as ``ShapesSeg`` with the user's images and masks and no global labels (-1).
+
+    Raises:
+        FileNotFoundError: a part or its images/masks are absent (the message names the expected layout).
+    """
+    base = _folder(root)
+    parts = {}
+    for name in ("train", "test"):
+        if not (base / name).is_dir():
+            raise FileNotFoundError(f"root: expected {base / name}/images/*.png and {base / name}/masks/*.png")
+        images, masks = load_seg_pairs(base / name)
+        none = np.full(len(images), -1, dtype=np.int64)
+        parts[name] = ShapesSeg(images, masks, none, none.copy())
+    return parts

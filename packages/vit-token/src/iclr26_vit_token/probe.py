@@ -35,13 +35,13 @@ def extract_features(model: SpecViT, images: np.ndarray, batch_size: int = 256) 
     return {"cls": np.concatenate(cls), "patches": np.concatenate(patches)}
 
 
-def linear_probe_cls(model: SpecViT, train: ShapesSeg, test: ShapesSeg, seed: int = 0) -> float:
+def linear_probe_cls(model: SpecViT, train: ShapesSeg, test: ShapesSeg, seed: int = 0, folds: int = 5) -> float:
     """Accuracy of a logistic regression on standardised frozen [CLS] features, ``C`` chosen from
-    {0.1, 1, 10} by 5-fold stratified cross-validation on ``train``."""
+    {0.1, 1, 10} by ``folds``-fold stratified cross-validation on ``train`` (the spec's 5 by default)."""
     f_train = extract_features(model, train.images)["cls"]
     f_test = extract_features(model, test.images)["cls"]
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
-    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=seed)
+    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     search = GridSearchCV(pipe, {"logisticregression__C": [0.1, 1.0, 10.0]}, cv=cv)
     with warnings.catch_warnings():  # C=10 on random-init features may stop at max_iter; the score is still valid
         warnings.simplefilter("ignore", ConvergenceWarning)
