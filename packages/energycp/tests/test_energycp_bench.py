@@ -57,9 +57,9 @@ def test_ood_and_sscv_claims_are_paired_over_seeds():
 
     proto = bench.Protocol(2, 3, (0.3, 1.0), (0.1, 1.0), (), (0.9, 1.0), n_seeds=3)
     result = bench._digits(proto, "cpu", 7)
-    paired = {c.name: c for c in result.claims if c.name.startswith(("4.ood.", "5.sscv."))}
+    paired = {c.name: c for c in result.claims if c.per_seed}
     assert set(paired) == {f"4.ood.{s}_ratio_of_ratios" for s in ("raps", "saps", "lac", "aps")} | {
-        "5.sscv.raps", "5.sscv.saps"}
+        "5.sscv.raps", "5.sscv.saps", "2.efficiency.raps_size_paired", "2.efficiency.saps_size_paired"}
     for claim in paired.values():
         per = claim.per_seed
         assert per["seeds"] == [7000, 7001, 7002] and per["n"] == 3

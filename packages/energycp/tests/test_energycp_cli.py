@@ -90,3 +90,30 @@ def test_loaders_read_every_format(tmp_path):
     got_z, got_y = datasets.load_logits(tmp_path / "a.pt")
     np.testing.assert_allclose(got_z, z)
     assert np.array_equal(got_y, y)
+
+
+def test_cli_probabilities_input_and_bad_model_or_labels(tmp_path, capsys):
+    z, y = write_data(tmp_path, n=200)
+    probs = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    np.save(tmp_path / "p.npy", probs)
+    np.save(tmp_path / "y.npy", y)
+    out = tmp_path / "out"
+    base = ["fit", "--cal-logits", str(tmp_path / "p.npy"), "--cal-labels", str(tmp_path / "y.npy"), "--device", "cpu",
+            "--out", str(out), "--input", "probs"]
+    assert main(base) == 2 and capsys.readouterr().err.startswith("error: --input:")
+    assert main(base + ["--no-energy"]) == 0
+    assert json.loads((out / "model.json").read_text())["params"]["input"] == "probs"
+    (tmp_path / "model.json").write_text("not json")
+    code = main(["predict", "--model", str(tmp_path / "model.json"), "--logits", str(tmp_path / "p.npy"), "--out",
+                 str(out)])
+    assert code == 2 and capsys.readouterr().err.startswith("error: --model:")
+    with pytest.raises(SystemExit, match="2"):
+        main(["predict", "--model", str(tmp_path / "missing.json"), "--logits", str(tmp_path / "p.npy")])
+    assert "--model" in capsys.readouterr().err
+    (tmp_path / "bad.npy").write_bytes(b"junk")
+    code = main(["fit", "--cal-logits", str(tmp_path / "p.npy"), "--cal-labels", str(tmp_path / "bad.npy"),
+                 "--device", "cpu", "--out", str(tmp_path / "o2")])
+    assert code == 2 and capsys.readouterr().err.startswith("error: --cal-labels:")
+    with pytest.raises(SystemExit, match="2"):
+        main(["fit", "--cal-logits", str(tmp_path / "p.npy"), "--T-energy", "-1", "--out", str(out)])
+    assert "--T-energy" in capsys.readouterr().err

@@ -37,3 +37,18 @@ def test_bad_sets_raise():
         metrics.coverage(SETS.astype(int), Y)
     with pytest.raises(ValueError, match="num_classes"):
         metrics.covgap(SETS, Y, 0.1, num_classes=4)
+
+
+def test_sscv_variants_minimum_stratum_and_one_sided():
+    from iclr26_energycp import metrics
+
+    sets = np.zeros((12, 5), dtype=bool)
+    sets[:10, 0] = True  # 10 singletons, 9 covered (0.9)
+    sets[10:, :3] = True  # 2 sets of size 3, both covered (1.0)
+    y = np.array([0] * 9 + [1] + [2, 2])
+    assert metrics.sscv(sets, y, 0.1) == pytest.approx(0.1)  # the over-covered pair counts
+    assert metrics.sscv(sets, y, 0.1, min_stratum=3) == pytest.approx(0.0)
+    assert metrics.sscv(sets, y, 0.1, one_sided=True) == pytest.approx(0.0)
+    assert metrics.sscv(sets, y, 0.05, one_sided=True) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="min_stratum"):
+        metrics.sscv(sets, y, 0.1, min_stratum=-1)

@@ -7,6 +7,11 @@ import pytest
 from iclr26_energycp import EnergyConformalClassifier, conformal_quantile, energy
 
 
+def untuned(*args, **kwargs):
+    """The estimator with the fixed weight T_energy = beta = 1 (no tuning in fit) unless given."""
+    return EnergyConformalClassifier(*args, **{"T_energy": 1.0, "beta": 1.0, **kwargs})
+
+
 def test_quantile_index_n9_largest_and_n8_infinite():
     s = np.arange(9.0)
     assert conformal_quantile(s, 0.1) == 8.0
@@ -18,7 +23,7 @@ def test_infinite_quantile_gives_full_sets():
     rng = np.random.default_rng(0)
     z, y = rng.normal(size=(8, 4)), rng.integers(0, 4, 8)
     with pytest.warns(UserWarning, match="inf"):
-        model = EnergyConformalClassifier("aps", alpha=0.1, random_state=0).fit(z, y)
+        model = untuned("aps", alpha=0.1, random_state=0).fit(z, y)
     assert model.predict_set(z).all()
 
 
@@ -44,7 +49,7 @@ def test_coverage_over_200_exchangeable_draws():
         zt, yt = draw(rng, n)
         seed = int(rng.integers(2**31))
         for score, energy_on in covs:
-            m = EnergyConformalClassifier(score, energy=energy_on, alpha=alpha, random_state=seed).fit(zc, yc)
+            m = untuned(score, energy=energy_on, alpha=alpha, random_state=seed).fit(zc, yc)
             covs[(score, energy_on)].append(m.predict_set(zt)[np.arange(n), yt].mean())
     for key, c in covs.items():
         assert 1 - alpha - 0.004 <= np.mean(c) <= 1 - alpha + 1 / (n + 1) + 0.004, (key, np.mean(c))
@@ -55,7 +60,7 @@ def test_lower_energy_sample_gets_no_larger_set():
     zc, yc = draw(rng, 500)
     base = rng.normal(size=(50, 10))
     for score in ("aps", "raps", "saps"):
-        m = EnergyConformalClassifier(score, alpha=0.1, randomized=False).fit(zc, yc)
+        m = untuned(score, alpha=0.1, randomized=False).fit(zc, yc)
         low_energy = m.predict_set(base + 3.0).sum(1)  # z + 3 has lower energy, same softmax
         high_energy = m.predict_set(base).sum(1)
         assert (low_energy <= high_energy).all()
@@ -66,7 +71,7 @@ def test_tiny_beta_reproduces_base_sets():
     zc, yc = draw(rng, 500)
     zt, _ = draw(rng, 300)
     for score in ("lac", "aps", "raps", "saps"):
-        sets = [EnergyConformalClassifier(score, energy=e, beta=1e-9, randomized=False).fit(zc, yc).predict_set(zt)
+        sets = [untuned(score, energy=e, beta=1e-9, randomized=False).fit(zc, yc).predict_set(zt)
                 for e in (False, True)]
         assert (sets[0] == sets[1]).all(1).mean() >= 0.99
 
@@ -75,7 +80,7 @@ def test_scaling_the_weight_leaves_lac_sets_unchanged():
     rng = np.random.default_rng(5)
     zc, yc = draw(rng, 400)
     zt, _ = draw(rng, 200)
-    model = EnergyConformalClassifier("lac", T_energy=0.5, beta=2.0).fit(zc, yc)
+    model = untuned("lac", T_energy=0.5, beta=2.0).fit(zc, yc)
     wc, wt = energy.energy_weight(zc, 0.5, 2.0), energy.energy_weight(zt, 0.5, 2.0)
     pc, pt = softmax(zc), softmax(zt)
     for k in (1.0, 7.0):  # k = 1 checks the reference itself against the classifier
@@ -87,8 +92,8 @@ def test_repeated_calls_with_same_seed_are_identical_and_ties_stable():
     z = np.zeros((30, 5))
     z[:, :2] = 1.0  # ties everywhere
     y = np.arange(30) % 5
-    a = EnergyConformalClassifier("raps", kreg=1, random_state=7).fit(z, y).predict_set(z)
-    b = EnergyConformalClassifier("raps", kreg=1, random_state=7).fit(z, y).predict_set(z)
+    a = untuned("raps", kreg=1, random_state=7).fit(z, y).predict_set(z)
+    b = untuned("raps", kreg=1, random_state=7).fit(z, y).predict_set(z)
     assert np.array_equal(a, b)
 
 
@@ -96,8 +101,8 @@ def test_allow_empty_false_adds_top_label_only_to_empty_sets():
     rng = np.random.default_rng(8)
     zc, yc = draw(rng, 300)
     zt, yt = draw(rng, 300)
-    a = EnergyConformalClassifier("saps", alpha=0.3, random_state=1).fit(zc, yc).predict_set(zt)
-    b = EnergyConformalClassifier("saps", alpha=0.3, random_state=1, allow_empty=False).fit(zc, yc).predict_set(zt)
+    a = untuned("saps", alpha=0.3, random_state=1).fit(zc, yc).predict_set(zt)
+    b = untuned("saps", alpha=0.3, random_state=1, allow_empty=False).fit(zc, yc).predict_set(zt)
     assert (~a.any(1)).any(), "the test needs some empty sets"
     assert b.any(1).all()
     assert (b[a.any(1)] == a[a.any(1)]).all()
@@ -109,7 +114,7 @@ def test_class_conditional_thresholds_cover_each_class():
     rng = np.random.default_rng(9)
     zc, yc = draw(rng, 3000, K=4)
     zt, yt = draw(rng, 3000, K=4)
-    m = EnergyConformalClassifier("aps", alpha=0.1, class_conditional=True, random_state=0).fit(zc, yc)
+    m = untuned("aps", alpha=0.1, class_conditional=True, random_state=0).fit(zc, yc)
     assert m.q_hat_.shape == (4,)
     sets = m.predict_set(zt)
     for k in range(4):
@@ -120,7 +125,7 @@ def test_json_state_round_trip_gives_identical_sets():
     rng = np.random.default_rng(10)
     zc, yc = draw(rng, 200)
     zt, _ = draw(rng, 50)
-    m = EnergyConformalClassifier("raps", alpha=0.1, random_state=3).fit(zc, yc)
+    m = untuned("raps", alpha=0.1, random_state=3).fit(zc, yc)
     clone = EnergyConformalClassifier.from_dict(json.loads(json.dumps(m.to_dict())))
     assert np.array_equal(m.predict_set(zt), clone.predict_set(zt))
     assert clone.q_hat_ == m.q_hat_
@@ -131,10 +136,10 @@ def test_probabilities_warn_and_probs_input_refuses_energy():
     p = rng.dirichlet(np.ones(4), size=50)
     y = rng.integers(0, 4, 50)
     with pytest.warns(UserWarning, match="probabilities"):
-        EnergyConformalClassifier("aps").fit(p, y)
+        untuned("aps").fit(p, y)
     with pytest.raises(ValueError, match="input='probs'"):
-        EnergyConformalClassifier("aps", input="probs").fit(p, y)
-    sets = EnergyConformalClassifier("aps", input="probs", energy=False, random_state=0).fit(p, y).predict_set(p)
+        untuned("aps", input="probs").fit(p, y)
+    sets = untuned("aps", input="probs", energy=False, random_state=0).fit(p, y).predict_set(p)
     assert sets.shape == (50, 4)
 
 
@@ -142,7 +147,7 @@ def test_evaluate_returns_every_metric():
     rng = np.random.default_rng(12)
     zc, yc = draw(rng, 300)
     zt, yt = draw(rng, 300)
-    out = EnergyConformalClassifier("aps", random_state=0).fit(zc, yc).evaluate(zt, yt)
+    out = untuned("aps", random_state=0).fit(zc, yc).evaluate(zt, yt)
     assert set(out) == {"coverage", "size", "sscv", "covgap", "vio_classes", "empty_rate", "diff_violation"}
 
 
@@ -155,13 +160,35 @@ def test_evaluate_returns_every_metric():
 def test_bad_parameters_raise(kwargs, match):
     z, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 3
     with pytest.raises(ValueError, match=match):
-        EnergyConformalClassifier(**kwargs).fit(z, y)
+        untuned(**kwargs).fit(z, y)
 
 
 def test_predict_before_fit_and_k_mismatch_raise():
     z, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 3
     with pytest.raises(ValueError, match="fit"):
-        EnergyConformalClassifier().predict_set(z)
-    m = EnergyConformalClassifier().fit(z, y)
+        untuned().predict_set(z)
+    m = untuned().fit(z, y)
     with pytest.raises(ValueError, match="K = 3"):
         m.predict_set(np.zeros((2, 4)))
+
+
+@pytest.mark.parametrize("score", ["lac", "aps", "raps", "saps"])
+def test_predict_set_keeps_at_most_three_score_sized_arrays(score, monkeypatch):
+    """Peak new memory of predict_set <= 3 float64 (n, K) arrays (measured 2.0-2.4: the probabilities, the
+    scores and row-block temporaries); the row blocks give exactly the one-block sets."""
+    import tracemalloc
+
+    from iclr26_energycp import scores
+
+    rng = np.random.default_rng(0)
+    z, y = rng.normal(size=(4000, 500)) * 3, rng.integers(0, 500, 4000)
+    model = untuned(score, random_state=0).fit(z, y)
+    tracemalloc.start()
+    try:
+        sets = model.predict_set(z)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 3 * z.nbytes, peak / z.nbytes
+    monkeypatch.setattr(scores, "_chunk_rows", lambda K: 10**9)
+    assert np.array_equal(sets, untuned(score, random_state=0).fit(z, y).predict_set(z))

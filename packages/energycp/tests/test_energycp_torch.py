@@ -6,6 +6,11 @@ from iclr26_energycp import EnergyConformalClassifier, energy, scores
 torch = pytest.importorskip("torch")
 
 
+def untuned(*args, **kwargs):
+    """The estimator with the fixed weight T_energy = beta = 1 (no tuning in fit) unless given."""
+    return EnergyConformalClassifier(*args, **{"T_energy": 1.0, "beta": 1.0, **kwargs})
+
+
 def data(seed=0, n=200, K=6):
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(n, K)) * 2
@@ -30,9 +35,9 @@ def _sets_equal(device):
     z, y = data(2)
     zt, _ = data(3)
     for score in ("lac", "aps", "raps", "saps"):
-        a = EnergyConformalClassifier(score, random_state=5).fit(z, y).predict_set(zt)
+        a = untuned(score, random_state=5).fit(z, y).predict_set(zt)
         tz = torch.tensor(z, device=device)
-        b = EnergyConformalClassifier(score, random_state=5).fit(tz, torch.tensor(y, device=device))
+        b = untuned(score, random_state=5).fit(tz, torch.tensor(y, device=device))
         out = b.predict_set(torch.tensor(zt, device=device))
         assert out.device.type == torch.device(device).type
         assert np.array_equal(out.cpu().numpy(), a)

@@ -10,11 +10,13 @@ from . import datasets, energy, metrics, scores
 from .energy import energy_weight, free_energy
 from .predictor import EnergyConformalClassifier, conformal_quantile
 from .tuning import TuneResult, tune_energy
+from .wrapper import ModelConformalClassifier, model_logits
 
 __version__ = _version("iclr26-energycp")
 __all__ = [
     "__version__",
     "EnergyConformalClassifier",
+    "ModelConformalClassifier",
     "TuneResult",
     "conformal_quantile",
     "datasets",
@@ -22,6 +24,7 @@ __all__ = [
     "energy_weight",
     "free_energy",
     "metrics",
+    "model_logits",
     "scores",
     "tune_energy",
 ]

@@ -18,6 +18,7 @@ from iclr26_shared.cli import (
     add_bench_command,
     common_options,
     existing_file,
+    fraction_arg,
     output_paths,
     positive_int,
     progress,
@@ -110,8 +111,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_or_auto(text: str) -> float | str:
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value > 0 and np.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'auto', got {text!r}")
+    return value
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     (out,) = output_paths(args, "model.json")
+    if args.input == "probs" and not args.no_energy:
+        raise usage_error("--input", "logits for the energy weight (add --no-energy to use probabilities)", "probs")
     z, y = _read(args, "cal")
     T_energy, beta = args.T_energy, args.beta
     if args.tune_logits:
@@ -123,12 +138,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     dev = _device(args.device)
     model = EnergyConformalClassifier(args.score, energy=not args.no_energy, alpha=args.alpha, T_energy=T_energy,
                                       beta=beta, T_cal=args.T_cal, randomized=not args.no_randomized,
-                                      class_conditional=args.class_conditional, random_state=args.seed,
-                                      **KWARGS.get(args.score, {}))
+                                      class_conditional=args.class_conditional, input=args.input,
+                                      random_state=args.seed, **KWARGS.get(args.score, {}))
     model.fit(_to(dev, z), _to(dev, y))
     write_json_atomic(out, model.to_dict())
     q = model.q_hat_
-    print(f"calibrated {args.score}{'' if args.no_energy else ' (energy)'} on {z.shape[0]} rows, "
+    weight = "" if args.no_energy else f" (energy, T_energy = {model.T_energy_:g}, beta = {model.beta_:g})"
+    print(f"calibrated {args.score}{weight} on {model.n_calibration_} rows, "
           f"q_hat = {q if np.isscalar(q) else 'per class'} -> {out}")
     return 0
 
@@ -164,16 +180,6 @@ def _score_list(text: str) -> list[str]:
     if bad or not scores:
         raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(BASE_SCORES)}, got {text!r}")
     return scores
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -235,8 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--score", choices=BASE_SCORES, default="aps")
     fit.add_argument("--no-energy", action="store_true", help="the base score, without the energy weight")
     fit.add_argument("--alpha", type=float, default=0.1)
-    fit.add_argument("--T-energy", dest="T_energy", type=float, default=1.0)
-    fit.add_argument("--beta", type=float, default=1.0)
+    fit.add_argument("--T-energy", dest="T_energy", type=_positive_or_auto, default="auto",
+                     help="energy temperature, or 'auto' (default): tuned on 30%% of the calibration rows")
+    fit.add_argument("--beta", type=_positive_or_auto, default="auto", help="softplus sharpness, or 'auto'")
+    fit.add_argument("--input", choices=("logits", "probs"), default="logits",
+                     help="what the files hold; probs allows the base scores only (with --no-energy)")
     fit.add_argument("--T-cal", dest="T_cal", type=float, default=1.0)
     fit.add_argument("--no-randomized", action="store_true", help="u = 0 (larger sets)")
     fit.add_argument("--class-conditional", action="store_true", help="one threshold per class")
@@ -261,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--test-labels", type=existing_file, default=None)
     ev.add_argument("--scores", type=_score_list, default="lac,aps,raps,saps")
     ev.add_argument("--alpha", type=float, default=0.1)
-    ev.add_argument("--tune-frac", type=_fraction, default=0.2,
+    ev.add_argument("--tune-frac", type=fraction_arg, default=0.2,
                     help="fraction of the calibration file kept for tuning")
     ev.add_argument("--trials", type=positive_int, default=10)
     ev.set_defaults(handler=cmd_evaluate)

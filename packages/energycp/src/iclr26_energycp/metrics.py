@@ -5,7 +5,9 @@
 - coverage: fraction of rows whose set holds the label.
 - average_size: mean number of labels per set.
 - covgap: ``mean_k |cov_k - (1 - alpha)| * 100`` over the classes present in ``labels``.
-- sscv: ``max`` over non-empty set-size strata of ``|cov_stratum - (1 - alpha)|``.
+- sscv: ``max`` over non-empty set-size strata of ``|cov_stratum - (1 - alpha)|``. Variants:
+  ``min_stratum=m`` ignores strata with fewer than ``m`` rows (a handful of rows covered 100% otherwise
+  counts as an ``alpha`` violation); ``one_sided=True`` counts only under-coverage ``max(0, 1 - alpha - cov)``.
 - vio_classes: number of present classes whose coverage is below ``1 - alpha``.
 - empty_rate: fraction of empty sets.
 - diff_violation: like SSCV, but strata by the 1-based rank of the true label in the logits.
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import NumpyOps, ops_for
-from ._checks import check_alpha, check_labels
+from ._checks import check_alpha, check_labels, check_nonnegative_int
 
 SIZE_STRATA = ((0, 1), (2, 3), (4, 10), (11, 100), (101, 1000))
 RANK_STRATA = ((1, 1), (2, 3), (4, 6), (7, 10), (11, 100), (101, 1000))
@@ -89,23 +91,29 @@ def _check_k(s: np.ndarray, num_classes: int | None) -> None:
         raise ValueError(f"num_classes: expected {s.shape[1]} (the columns of sets), got {num_classes}")
 
 
-def _stratified_violation(hit: np.ndarray, key: np.ndarray, alpha: float, strata) -> float:
+def _stratified_violation(hit: np.ndarray, key: np.ndarray, alpha: float, strata, min_stratum: int = 1,
+                          one_sided: bool = False) -> float:
     worst = 0.0
     for lo, hi in strata:
         inside = (key >= lo) & (key <= hi)
-        if inside.any():
-            worst = max(worst, abs(1.0 - alpha - hit[inside].mean()))
+        if inside.sum() >= max(min_stratum, 1):
+            gap = 1.0 - alpha - hit[inside].mean()
+            worst = max(worst, gap if one_sided else abs(gap))
     return float(worst)
 
 
-def sscv(sets: Any, labels: Any, alpha: float, strata=SIZE_STRATA) -> float:
-    """Size-stratified coverage violation: ``max`` over non-empty strata of ``|1 - alpha - cov|``.
+def sscv(sets: Any, labels: Any, alpha: float, strata=SIZE_STRATA, min_stratum: int = 1,
+         one_sided: bool = False) -> float:
+    """Size-stratified coverage violation: ``max`` over non-empty strata of ``|1 - alpha - cov|`` (TorchCP's).
 
-    ``strata`` are inclusive (low, high) set-size ranges.
+    ``strata`` are inclusive (low, high) set-size ranges. ``min_stratum``: strata with fewer rows are
+    skipped (default 1: TorchCP's definition). ``one_sided``: only under-coverage counts,
+    ``max(0, 1 - alpha - cov)``, so an over-covered stratum is not a violation.
     """
     alpha = check_alpha(alpha)
+    min_stratum = check_nonnegative_int(min_stratum, "min_stratum")
     s, y = _sets_labels(sets, labels)
-    return _stratified_violation(_covered(s, y), s.sum(1), alpha, strata)
+    return _stratified_violation(_covered(s, y), s.sum(1), alpha, strata, min_stratum, bool(one_sided))
 
 
 def diff_violation(logits: Any, sets: Any, labels: Any, alpha: float, strata=RANK_STRATA) -> float:

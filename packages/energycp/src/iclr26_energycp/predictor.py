@@ -27,11 +27,12 @@ from ._checks import (
     not_fitted_error,
     warn_if_probabilities,
 )
-from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weight
+from ._estimator import ParamsMixin
+from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weight, user_score
 
 INPUTS = ("logits", "probs")
-_PARAMS = ("score", "energy", "alpha", "T_energy", "beta", "T_cal", "penalty", "kreg", "saps_weight",
-           "randomized", "allow_empty", "class_conditional", "input", "random_state")
+AUTO = "auto"
+MIN_TUNE_ROWS = 50  # fewer held-out rows than this: no tuning, T_energy = beta = 1 with a warning
 
 
 def quantile_index(n: int, alpha: float) -> int:
@@ -64,13 +65,20 @@ def conformal_quantile(scores: Any, alpha: float) -> float:
     return float(np.partition(s, k - 1)[k - 1])
 
 
-class EnergyConformalClassifier:
+class EnergyConformalClassifier(ParamsMixin):
     """Split-conformal classifier on logits with energy-reweighted LAC/APS/RAPS/SAPS scores.
 
     Follows scikit-learn's estimator contract without importing it: ``get_params(deep)``,
     ``set_params``, a repr of the non-default parameters, ``sklearn.base.clone``, and
     ``sklearn.exceptions.NotFittedError`` before ``fit``. ``fit(X, y)`` takes the calibration logits
     as ``X``.
+
+    Safe defaults: ``T_energy="auto"`` and ``beta="auto"`` tune the energy weight in ``fit`` on a random
+    ``tune_frac`` of the calibration rows (``tune_energy``: mean set size over 20 half/half splits, the
+    smallest one: on 150 tuning rows the one-SE rule's extra spread made sets larger) and calibrate
+    ``q_hat_`` on the other rows, so tuning never sees the rows that set the threshold and the guarantee
+    is unchanged. Untuned weights (e.g. ``T_energy = beta = 1``) can make
+    sets larger than the base score's. Pass numbers to skip tuning.
 
     Args:
         score: base score, "lac", "aps", "raps" or "saps", or a user score object: a callable
@@ -84,7 +92,7 @@ class EnergyConformalClassifier:
         energy: True for the energy weight (the method), False for the base score, or
             "entropy" for the entropy-weight ablation of the official code.
         alpha: miscoverage level in (0, 1).
-        T_energy: energy temperature > 0. beta: softplus sharpness > 0.
+        T_energy: energy temperature > 0, or "auto" (tuned in ``fit``). beta: softplus sharpness > 0, or "auto".
         T_cal: softmax temperature > 0 (applied inside the softmax only; the energy uses raw logits).
         penalty, kreg: RAPS's lambda >= 0 and non-negative integer k_reg.
         saps_weight: SAPS's lambda_s > 0.
@@ -92,18 +100,24 @@ class EnergyConformalClassifier:
         allow_empty: if False, an empty set receives the top-1 label (coverage can only go up).
         class_conditional: one threshold per class (Mondrian calibration) instead of one overall.
         input: "logits" (default) or "probs"; probabilities allow the base scores only.
-        random_state: seed of the generator that draws ``u``, first for ``fit`` then for each
-            ``predict_set``/``score_samples`` call in order.
+        tune_frac: fraction of the calibration rows held out to tune an "auto" ``T_energy``/``beta``
+            (in (0, 1); unused otherwise). Fewer than 50 held-out rows: no tuning, both set to 1,
+            with a warning.
+        random_state: seed of the generator that draws the tuning split (when tuning), then ``u``,
+            first for ``fit`` then for each ``predict_set``/``score_samples`` call in order.
 
     Attributes (after ``fit``):
         q_hat_: float threshold, or (K,) array of per-class thresholds when class-conditional.
-        n_classes_: K. n_calibration_: n. rng_: the generator, advanced past the calibration draws.
+        T_energy_, beta_: the weight's parameters in use (tuned, or the given numbers).
+        n_classes_ (= n_features_in_): K. n_calibration_: rows that set ``q_hat_``.
+        rng_: the generator, advanced past the calibration draws.
     """
 
-    def __init__(self, score: str = "aps", energy: bool | str = True, alpha: float = 0.1, T_energy: float = 1.0,
-                 beta: float = 1.0, T_cal: float = 1.0, penalty: float = 0.2, kreg: int = 2,
-                 saps_weight: float = 0.2, randomized: bool = True, allow_empty: bool = True,
-                 class_conditional: bool = False, input: str = "logits", random_state: int | None = None):
+    def __init__(self, score: Any = "aps", energy: bool | str = True, alpha: float = 0.1,
+                 T_energy: float | str = AUTO, beta: float | str = AUTO, T_cal: float = 1.0, penalty: float = 0.2,
+                 kreg: int = 2, saps_weight: float = 0.2, randomized: bool = True, allow_empty: bool = True,
+                 class_conditional: bool = False, input: str = "logits", tune_frac: float = 0.3,
+                 random_state: int | None = None):
         self.score = score
         self.energy = energy
         self.alpha = alpha
@@ -117,39 +131,8 @@ class EnergyConformalClassifier:
         self.allow_empty = allow_empty
         self.class_conditional = class_conditional
         self.input = input
+        self.tune_frac = tune_frac
         self.random_state = random_state
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor arguments, by name (``deep`` adds ``score__<name>`` for a score with ``get_params``)."""
-        params = {k: getattr(self, k) for k in _PARAMS}
-        if deep and hasattr(self.score, "get_params") and not isinstance(self.score, type):
-            params.update({f"score__{k}": v for k, v in self.score.get_params().items()})
-        return params
-
-    def set_params(self, **params: Any) -> EnergyConformalClassifier:
-        """Sets constructor arguments by name (``score__<name>`` reaches a score object); returns ``self``.
-
-        Raises:
-            ValueError: an unknown parameter name.
-        """
-        nested: dict[str, Any] = {}
-        for key, value in params.items():
-            head, sep, rest = key.partition("__")
-            if head not in _PARAMS or (sep and not hasattr(self.score, "set_params")):
-                raise ValueError(f"{key}: expected a parameter of EnergyConformalClassifier {_PARAMS}, got {key!r}")
-            if sep:
-                nested[rest] = value
-            else:
-                setattr(self, key, value)
-        if nested:
-            self.score.set_params(**nested)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = type(self)().get_params(deep=False)
-        changed = [f"{k}={v!r}" for k, v in self.get_params(deep=False).items()
-                   if not (isinstance(v, type(defaults[k])) and v == defaults[k])]
-        return f"{type(self).__name__}({', '.join(changed)})"
 
     def __sklearn_tags__(self):
         """scikit-learn's tags (imported only when sklearn asks): a classifier that needs no positive ``X``."""
@@ -181,7 +164,11 @@ class EnergyConformalClassifier:
         check_choice(self.input, "input", INPUTS)
         check_alpha(self.alpha)
         for name in ("T_energy", "beta", "T_cal", "saps_weight"):
-            check_positive(getattr(self, name), name)
+            if getattr(self, name) != AUTO or name in ("T_cal", "saps_weight"):
+                check_positive(getattr(self, name), name)
+        if isinstance(self.tune_frac, bool) or not isinstance(self.tune_frac, numbers.Real) \
+                or not 0.0 < self.tune_frac < 1.0:
+            raise ValueError(f"tune_frac: expected a number in (0, 1), got {self.tune_frac!r}")
         check_nonnegative(self.penalty, "penalty")
         check_nonnegative_int(self.kreg, "kreg")
         if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
@@ -191,43 +178,64 @@ class EnergyConformalClassifier:
             raise ValueError(f"energy: the {weight} weight needs logits; with input='probs' use energy=False")
         return weight
 
+    def _weight_params(self) -> tuple[float, float]:
+        """``(T_energy, beta)`` in use: the fitted ones, else the given numbers (``NotFittedError`` for "auto")."""
+        if hasattr(self, "T_energy_"):
+            return self.T_energy_, self.beta_
+        if AUTO in (self.T_energy, self.beta) and self._weight_name() == "energy":
+            raise not_fitted_error("This EnergyConformalClassifier instance is not fitted yet: T_energy/beta "
+                                   "'auto' are tuned in fit(X, y)")
+        return (1.0 if self.T_energy == AUTO else self.T_energy), (1.0 if self.beta == AUTO else self.beta)
+
     def _scores(self, x: Any, labels: Any):
-        """Scores of checked input ``x`` (n, K); (n,) with labels, else (n, K); draws from ``rng_``."""
+        """``(scores, checked x, backend)`` for input ``x`` (n, K): scores (n,) with labels, else (n, K);
+        draws from ``rng_``. Only the probabilities and the score matrix are (n, K) arrays of its own."""
         weight = self._check_params()
+        T_energy, beta = self._weight_params()
         if self.input == "probs":
-            p, ops = _check_probs(x)
-            w = None
+            z, ops = _check_probs(x)
+            p, w = z, None
         else:
-            p, ops = check_matrix(x, "logits")
-            warn_if_probabilities(p, ops)
-            w = sample_weight(p, weight, self.T_energy, self.beta, self.T_cal)
-            p = ops.softmax(p / float(self.T_cal) if self.T_cal != 1.0 else p)
+            z, ops = check_matrix(x, "logits")
+            warn_if_probabilities(z, ops)
+            w = sample_weight(z, weight, T_energy, beta, self.T_cal)
+            p = ops.softmax(z / float(self.T_cal) if self.T_cal != 1.0 else z)
         y = None if labels is None else check_labels(labels, p.shape[0], p.shape[1], ops)
         if not hasattr(self, "rng_"):
             self.rng_ = np.random.default_rng(self.random_state)
         name = self._base_name()
         if name is None:
-            base = _user_score(self.score, p, ops, y, self.rng_)
+            base = user_score(self.score, p, ops, y, self.rng_)
         else:
             base = _base(name, p, ops, y, bool(self.randomized), self.rng_, None,
                          float(self.penalty), int(self.kreg), float(self.saps_weight))
-        return apply_weight(name or "custom", base, w, weight), p, ops
+        return apply_weight(name or "custom", base, w, weight, inplace=True), z, ops
 
-    def fit(self, cal_logits: Any, cal_labels: Any) -> EnergyConformalClassifier:
-        """Calibrates ``q_hat_`` on (n, K) logits and (n,) integer labels; returns ``self``.
+    def fit(self, X: Any, y: Any = None) -> EnergyConformalClassifier:
+        """Calibrates on (n, K) calibration logits ``X`` and their (n,) integer labels ``y``; returns ``self``.
+
+        With ``T_energy``/``beta`` "auto" (and the energy weight), a random ``tune_frac`` of the rows
+        tunes them first and ``q_hat_`` is calibrated on the remaining rows.
 
         Raises:
-            ValueError: bad parameters or arrays (see the class docstring).
+            ValueError: bad parameters or arrays (see the class docstring); ``y`` missing.
         """
-        self._check_params()
-        for attr in ("rng_", "q_hat_"):
+        if y is None:
+            raise ValueError("y: this estimator requires y to be passed, but the target y is None")
+        weight = self._check_params()
+        for attr in ("rng_", "q_hat_", "T_energy_", "beta_"):
             self.__dict__.pop(attr, None)
-        s, p, ops = self._scores(cal_logits, cal_labels)
+        self.rng_ = np.random.default_rng(self.random_state)
+        if weight == "energy" and AUTO in (self.T_energy, self.beta):
+            X, y = self._tune(X, y)
+        else:
+            self.T_energy_, self.beta_ = self._weight_params()
+        s, p, ops = self._scores(X, y)
         s_np = ops.to_numpy(s)
-        self.n_classes_ = int(p.shape[1])
+        self.n_classes_ = self.n_features_in_ = int(p.shape[1])
         self.n_calibration_ = int(p.shape[0])
         if self.class_conditional:
-            y = ops.to_numpy(check_labels(cal_labels, p.shape[0], p.shape[1], ops))
+            y = ops.to_numpy(check_labels(y, p.shape[0], p.shape[1], ops))
             q = np.full(self.n_classes_, math.inf)
             for k in range(self.n_classes_):
                 if (y == k).any():
@@ -240,10 +248,36 @@ class EnergyConformalClassifier:
             self.q_hat_ = conformal_quantile(s_np, self.alpha)
         return self
 
+    def _tune(self, X: Any, y: Any):
+        """Tunes the "auto" ones of ``T_energy``/``beta`` on a random ``tune_frac`` of the rows (sets
+        ``T_energy_``, ``beta_``); returns the other rows ``(X, y)`` for calibration."""
+        from .tuning import BETA_GRID, T_GRID, tune_energy  # tuning imports this module
+
+        z, ops = check_matrix(X, "logits")
+        labels = check_labels(y, z.shape[0], z.shape[1], ops)
+        n = int(z.shape[0])
+        n_tune = int(round(self.tune_frac * n))
+        if n_tune < MIN_TUNE_ROWS or n - n_tune < MIN_TUNE_ROWS:
+            warnings.warn(f"T_energy/beta 'auto': {n} calibration rows leave {n_tune} for tuning and {n - n_tune} "
+                          f"for calibration (at least {MIN_TUNE_ROWS} each needed); using the untuned T_energy = "
+                          "beta = 1, which can give larger sets than the base score", UserWarning, stacklevel=3)
+            self.T_energy_, self.beta_ = (1.0 if v == AUTO else float(v) for v in (self.T_energy, self.beta))
+            return z, labels
+        perm = ops.from_numpy(self.rng_.permutation(n))
+        tune, rest = perm[:n_tune], perm[n_tune:]
+        res = tune_energy(z[tune], labels[tune], score=self.score, alpha=self.alpha,
+                          T_grid=T_GRID if self.T_energy == AUTO else (self.T_energy,),
+                          beta_grid=BETA_GRID if self.beta == AUTO else (self.beta,), n_repeats=20,
+                          random_state=int(self.rng_.integers(2**31)), T_cal=self.T_cal, penalty=self.penalty,
+                          kreg=self.kreg, saps_weight=self.saps_weight, randomized=bool(self.randomized),
+                          select="min")
+        self.T_energy_, self.beta_ = res.T_energy, res.beta
+        return z[rest], labels[rest]
+
     def _check_fitted(self, logits: Any) -> None:
         if not hasattr(self, "q_hat_"):
-            raise not_fitted_error("This EnergyConformalClassifier instance is not fitted yet; call fit(cal_logits, "
-                                   "cal_labels) (or from_dict) before predicting")
+            raise not_fitted_error("This EnergyConformalClassifier instance is not fitted yet; call fit(X, y) with "
+                                   "calibration logits and labels (or from_dict) before predicting")
         k = ops_for(logits).float64(logits).shape
         if len(k) == 2 and k[1] != self.n_classes_:
             raise ValueError(f"logits: expected K = {self.n_classes_} columns as in calibration, got {k[1]}")
@@ -259,13 +293,13 @@ class EnergyConformalClassifier:
             ValueError: not fitted; K differs from calibration; bad ``logits``.
         """
         self._check_fitted(logits)
-        s, p, ops = self._scores(logits, None)
+        s, z, ops = self._scores(logits, None)
         q = self.q_hat_
         if isinstance(q, np.ndarray):
             q = ops.from_numpy(q)[None, :]
         sets = s <= q
         if not self.allow_empty:
-            top = ops.from_numpy(np.arange(sets.shape[1]))[None, :] == p.argmax(1)[:, None]
+            top = ops.from_numpy(np.arange(sets.shape[1]))[None, :] == z.argmax(1)[:, None]  # the top label
             empty = ~sets.any(1)
             sets = sets | (top & empty[:, None])
         return sets
@@ -299,6 +333,7 @@ class EnergyConformalClassifier:
             d["n_classes"] = self.n_classes_
             d["n_calibration"] = self.n_calibration_
             d["rng_state"] = self.rng_.bit_generator.state
+            d["T_energy_"], d["beta_"] = self.T_energy_, self.beta_
         return d
 
     @classmethod
@@ -310,7 +345,7 @@ class EnergyConformalClassifier:
         """
         if not isinstance(d, dict) or "params" not in d:
             raise ValueError("d: expected a dict from EnergyConformalClassifier.to_dict() with a 'params' key")
-        unknown = set(d["params"]) - set(_PARAMS)
+        unknown = set(d["params"]) - set(cls._param_defaults())
         if unknown:
             raise ValueError(f"d['params']: unknown parameters {sorted(unknown)}")
         model = cls(**d["params"])
@@ -320,18 +355,9 @@ class EnergyConformalClassifier:
             model.q_hat_ = q if d["class_conditional_q"] else float(q[0])
             model.n_classes_ = int(d["n_classes"])
             model.n_calibration_ = int(d["n_calibration"])
+            model.n_features_in_ = model.n_classes_
+            model.T_energy_, model.beta_ = float(d["T_energy_"]), float(d["beta_"])
             model.rng_ = np.random.default_rng()
             model.rng_.bit_generator.state = d["rng_state"]
         return model
 
-
-def _user_score(score: Any, p, ops, labels, rng: np.random.Generator):
-    """A user score on numpy probabilities (n, K); checked to (n,) with labels, else (n, K), on ``p``'s backend."""
-    p_np = ops.to_numpy(p)
-    y_np = None if labels is None else ops.to_numpy(labels)
-    out = np.asarray(score(p_np, y_np, rng=rng), dtype=np.float64)
-    want = p_np.shape if labels is None else p_np.shape[:1]
-    if out.shape != want or not np.isfinite(out).all():
-        raise ValueError(f"score: expected the user score to return finite values of shape {want}, "
-                         f"got shape {out.shape}")
-    return ops.from_numpy(out)

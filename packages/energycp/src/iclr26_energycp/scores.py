@@ -70,6 +70,11 @@ def _at(matrix, ops: NumpyOps, labels):
     return matrix if labels is None else ops.take_labels(matrix, labels)
 
 
+def _chunk_rows(K: int) -> int:
+    """Rows per block of the all-label numpy path: about 2**17 entries (1 MiB of float64) per temporary."""
+    return max(1, 2**17 // K)
+
+
 def _label_rank(p, ops: NumpyOps, labels):
     """0-based rank of each row's label in the stable descending order: the number of classes with a
     larger probability, plus those with an equal one and a lower index. (n,) without sorting."""
@@ -89,6 +94,13 @@ def _base(name: str, p, ops: NumpyOps, labels, randomized: bool, rng: Any, u: An
     if name == "lac":
         return 1.0 - _at(p, ops, labels)
     n, K = p.shape
+    if labels is None and u is None and ops.name == "numpy" and n > _chunk_rows(K):
+        # row blocks: the same numbers (u is drawn in the same order), one (n, K) output and small temporaries
+        out, gen = np.empty_like(p), as_generator(rng) if randomized else None
+        for a in range(0, n, _chunk_rows(K)):
+            b = min(a + _chunk_rows(K), n)
+            out[a:b] = _base(name, p[a:b], ops, None, randomized, gen, None, penalty, kreg, weight)
+        return out
     uu = _uniform(ops, (n,) if labels is not None else (n, K), randomized, rng, u)
     if labels is not None:
         sorted_p = ops.sort_values_desc(p)
@@ -111,6 +123,18 @@ def _base(name: str, p, ops: NumpyOps, labels, randomized: bool, rng: Any, u: An
         if name == "raps":
             score += penalty * ops.clamp_min(rank + (1.0 - kreg), 0.0)
     return score if labels is not None else ops.scatter(score, order)
+
+
+def user_score(score: Any, p, ops, labels, rng: np.random.Generator):
+    """A user score on numpy probabilities (n, K); checked to (n,) with labels, else (n, K), on ``p``'s backend."""
+    p_np = ops.to_numpy(p)
+    y_np = None if labels is None else ops.to_numpy(labels)
+    out = np.asarray(score(p_np, y_np, rng=rng), dtype=np.float64)
+    want = p_np.shape if labels is None else p_np.shape[:1]
+    if out.shape != want or not np.isfinite(out).all():
+        raise ValueError(f"score: expected the user score to return finite values of shape {want}, "
+                         f"got shape {out.shape}")
+    return ops.from_numpy(out)
 
 
 def _prepare(probs: Any, labels: Any):
@@ -191,20 +215,24 @@ def saps(probs: Any, labels: Any = None, weight: float = 0.2, randomized: bool =
     return _base("saps", p, ops, y, randomized, rng, u, 0.0, 0, weight)
 
 
-def apply_weight(base: str, base_scores, w, weight: str = "energy"):
+def apply_weight(base: str, base_scores, w, weight: str = "energy", inplace: bool = False):
     """Combines base scores (n,) or (n, K) with a per-sample weight ``w`` (n,).
 
     ``weight="energy"``: APS/RAPS/SAPS times ``w``, LAC becomes ``-p_y / w`` (with ``p_y = 1 - score``).
     ``weight="entropy"``: APS/RAPS/SAPS divided by ``H``, LAC becomes ``-p_y * H``.
-    ``weight="none"``: the base scores unchanged.
+    ``weight="none"``: the base scores unchanged. ``inplace``: overwrite ``base_scores`` (same values).
     """
     if weight == "none":
         return base_scores
     wb = w if base_scores.ndim == 1 else w[:, None]
+    s = base_scores if inplace else base_scores * 1.0
     if base == "lac":
-        neg_p = base_scores - 1.0
-        return neg_p / wb if weight == "energy" else neg_p * wb
-    return base_scores * wb if weight == "energy" else base_scores / wb
+        s -= 1.0
+    if (weight == "energy") == (base == "lac"):
+        s /= wb
+    else:
+        s *= wb
+    return s
 
 
 def sample_weight(logits: Any, weight: str = "energy", T_energy: float = 1.0, beta: float = 1.0,

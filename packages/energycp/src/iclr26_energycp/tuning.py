@@ -4,7 +4,15 @@ The objective is the mean set size (or SSCV) over ``n_repeats`` random half/half
 of the tuning data. Every grid point sees the same splits and the same ``u`` draws (common random
 numbers from one ``default_rng(random_state)``: per repeat, the permutation, then ``u`` for the
 calibration half, then ``u`` for the evaluation half), so differences between grid points are not
-sampling noise. Ties go to the first grid point in (T_energy, beta) row-major order.
+sampling noise.
+
+Selection (``select``): "one-se" (default) takes, among the grid points whose objective is within one
+standard error (over the repeats) of the best, the one with the largest spread of the weight
+(coefficient of variation ``sd(w) / mean(w)`` on the tuning logits); "min" takes the best objective.
+A flat objective otherwise picks near-constant weights (the energy score then equals its base score,
+so sets on unfamiliar inputs do not grow); the one-SE rule prefers the weight that does the most
+reweighting at a set size that is statistically as good. Ties go to the first grid point in
+(T_energy, beta) row-major order.
 """
 from __future__ import annotations
 
@@ -25,17 +33,18 @@ from ._checks import (
     check_positive,
 )
 from .predictor import conformal_quantile
-from .scores import BASE_SCORES, _base, apply_weight, sample_weight
+from .scores import BASE_SCORES, _base, apply_weight, sample_weight, user_score
 
 OBJECTIVES = ("size", "sscv", "size+sscv")
+SELECTIONS = ("one-se", "min")
 T_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
 BETA_GRID = (0.01, 0.1, 1.0, 10.0)
 
 
 @dataclass
 class TuneResult:
-    """The selected ``T_energy`` and ``beta``, and one row per grid point
-    (``T_energy, beta, size, sscv, objective``) in row-major grid order."""
+    """The selected ``T_energy`` and ``beta``, and one row per grid point (``T_energy, beta, size, sscv,
+    objective, objective_se, spread``) in row-major grid order."""
 
     T_energy: float
     beta: float
@@ -49,22 +58,24 @@ def _grid(values: Any, name: str) -> tuple[float, ...]:
     return tuple(check_positive(v, name) for v in vals)
 
 
-def tune_energy(tune_logits: Any, tune_labels: Any, score: str = "aps", alpha: float = 0.1,
+def tune_energy(tune_logits: Any, tune_labels: Any, score: Any = "aps", alpha: float = 0.1,
                 T_grid=T_GRID, beta_grid=BETA_GRID, objective: str = "size", n_repeats: int = 20,
                 random_state: int = 0, T_cal: float = 1.0, penalty: float = 0.2, kreg: int = 2,
-                saps_weight: float = 0.2, randomized: bool = True) -> TuneResult:
+                saps_weight: float = 0.2, randomized: bool = True, select: str = "one-se") -> TuneResult:
     """Grid search of the energy weight's ``(T_energy, beta)`` on a tuning split.
 
     Args:
         tune_logits: (n, K) logits of the tuning split (never the calibration or test data); n >= 4.
         tune_labels: (n,) integer labels.
-        score: base score, "lac", "aps", "raps" or "saps".
+        score: base score, "lac", "aps", "raps" or "saps", or a user score object (see
+            ``EnergyConformalClassifier``), weighted multiplicatively.
         alpha: miscoverage level in (0, 1).
         T_grid, beta_grid: candidate values (> 0).
         objective: "size" (mean set size), "sscv", or "size+sscv" (their sum).
         n_repeats: random half/half splits per grid point (100 in the reproduction; 5 is too few).
         random_state: seed of the common random numbers.
         T_cal, penalty, kreg, saps_weight, randomized: the score's own settings.
+        select: "one-se" (the largest weight spread within one SE of the best objective) or "min".
 
     Returns:
         ``TuneResult``. Tensors are accepted and tuned with numpy (the search is CPU-cheap).
@@ -72,7 +83,10 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: str = "aps", alpha: f
     Raises:
         ValueError: bad arrays, grids or settings.
     """
-    check_choice(score, "score", BASE_SCORES)
+    name = check_choice(score, "score", BASE_SCORES) if isinstance(score, str) else None
+    if name is None and not callable(score):
+        raise ValueError(f"score: expected one of {BASE_SCORES} or a callable score object, got {score!r}")
+    check_choice(select, "select", SELECTIONS)
     check_choice(objective, "objective", OBJECTIVES)
     alpha = check_alpha(alpha)
     n_repeats = check_nonnegative_int(n_repeats, "n_repeats")
@@ -99,8 +113,11 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: str = "aps", alpha: f
         u_cal = rng.random(cal.size) if randomized else None
         u_ev = rng.random((ev.size, K)) if randomized else None
         params = (penalty, kreg, saps_weight)
-        base_cal = _base(score, p[cal], ops, y[cal], randomized, None, u_cal, *params)
-        base_ev = _base(score, p[ev], ops, None, randomized, None, u_ev, *params)
+        if name is None:
+            base_cal, base_ev = user_score(score, p[cal], ops, y[cal], rng), user_score(score, p[ev], ops, None, rng)
+        else:
+            base_cal = _base(name, p[cal], ops, y[cal], randomized, None, u_cal, *params)
+            base_ev = _base(name, p[ev], ops, None, randomized, None, u_ev, *params)
         splits.append((cal, ev, base_cal, base_ev))
 
     table = []
@@ -109,12 +126,26 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: str = "aps", alpha: f
             w = sample_weight(z, "energy", T, beta)
             sizes, violations = [], []
             for cal, ev, base_cal, base_ev in splits:
-                q = conformal_quantile(apply_weight(score, base_cal, w[cal]), alpha)
-                sets = apply_weight(score, base_ev, w[ev]) <= q
+                q = conformal_quantile(apply_weight(name or "custom", base_cal, w[cal]), alpha)
+                sets = apply_weight(name or "custom", base_ev, w[ev]) <= q
                 sizes.append(sets.sum(1).mean())
                 violations.append(metrics.sscv(sets, y[ev], alpha))
-            size, viol = float(np.mean(sizes)), float(np.mean(violations))
-            value = {"size": size, "sscv": viol, "size+sscv": size + viol}[objective]
-            table.append({"T_energy": T, "beta": beta, "size": size, "sscv": viol, "objective": value})
-    best = table[int(np.argmin([row["objective"] for row in table]))]
-    return TuneResult(best["T_energy"], best["beta"], table)
+            per_repeat = {"size": np.asarray(sizes), "sscv": np.asarray(violations)}
+            per_repeat["size+sscv"] = per_repeat["size"] + per_repeat["sscv"]
+            value = per_repeat[objective]
+            se = float(value.std(ddof=1) / np.sqrt(value.size)) if value.size > 1 else 0.0
+            table.append({"T_energy": T, "beta": beta, "size": float(per_repeat["size"].mean()),
+                          "sscv": float(per_repeat["sscv"].mean()), "objective": float(value.mean()),
+                          "objective_se": se, "spread": float(w.std() / w.mean())})
+    return TuneResult(*_select(table, select), table)
+
+
+def _select(table: list[dict[str, float]], select: str) -> tuple[float, float]:
+    """``(T_energy, beta)`` of the chosen row: the minimum objective ("min"), or the largest weight spread
+    among the rows within one standard error of the minimum ("one-se"); first row on ties."""
+    obj = np.array([row["objective"] for row in table])
+    best = int(np.argmin(obj))
+    if select == "one-se":
+        near = np.flatnonzero(obj <= obj[best] + table[best]["objective_se"])
+        best = int(near[np.argmax([table[i]["spread"] for i in near])])
+    return table[best]["T_energy"], table[best]["beta"]
