@@ -49,6 +49,10 @@ def test_cli_round_trip(tmp_path, capsys):
     assert len(json.loads((out / "evaluation.json").read_text())["dice"]) == 15
     assert main(["evaluate", "--ckpt", str(out / "phantom.npz"), "--device", "cpu", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: --ckpt: expected a checkpoint")
+    (tmp_path / "notes.txt").write_text("not a checkpoint\n")
+    assert main(["evaluate", "--ckpt", str(tmp_path / "notes.txt"), "--device", "cpu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --ckpt: expected a checkpoint") and "Traceback" not in err and err.count("\n") == 1
 
 
 def test_bench_smoke_schema(tmp_path):

@@ -22,7 +22,7 @@ CONFIGS = {
     "smoke": dict(ndim=2, size=16, n_train=32, n_test=8, widths=(4, 8, 8, 16), steps=3, batch=8, lr=1e-3, seeds=2,
                   models=("smsn", "concat"), ablations=(), bootstrap=0, leak_n=4),
     # quick: 3 paired seeds at the least cost that still learns (narrow nets, small batches, a higher lr)
-    "quick": dict(ndim=2, size=32, n_train=300, n_test=40, widths=(4, 8, 16, 32), steps=200, batch=8, lr=3e-3,
+    "quick": dict(ndim=2, size=32, n_train=160, n_test=40, widths=(8, 16, 32), steps=100, batch=8, lr=3e-3,
                   seeds=3, models=("smsn", "mean"), ablations=(), bootstrap=0, leak_n=8),
     "full": dict(ndim=2, size=64, n_train=800, n_test=300, widths=(8, 16, 32, 64), steps=400, batch=16, lr=1e-3,
                  seeds=5, models=("smsn", "mean", "concat"), ablations=(), bootstrap=1000, leak_n=32),
@@ -84,7 +84,8 @@ def _train_eval(name: str, cfg: dict, seed: int, device: str, train_set, test_se
                seed=seed, device=device, loss=loss)
     train_s = time.perf_counter() - start
     ev = evaluate_subsets(model, test_set, batch_size=32 if cfg["ndim"] == 2 else 2)
-    leak, repeat = mask_leakage(model, leak_images, seed)
+    # structural (holds for any weights): measured on the first seed's models only (None: not measured)
+    leak, repeat = mask_leakage(model, leak_images, seed) if leak_images is not None else (None, None)
     d = ev["dice"]
     row = {"method": name, "seed": seed, "overall": ev["overall"], "hard": ev["hard"], "train_seconds": train_s,
            "steps": hist.steps, "final_loss": hist.epochs[-1]["total"], "leak_max_abs": leak,
@@ -110,7 +111,7 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
         train_p = make_phantom(cfg["n_train"], cfg["size"], seed=s, ndim=cfg["ndim"])
         test_p = make_phantom(cfg["n_test"], cfg["size"], seed=TEST_SEED + s, ndim=cfg["ndim"])
         train_set, test_set = PhantomDataset.from_phantom(train_p), PhantomDataset.from_phantom(test_p)
-        leak_images = test_set.images[: cfg["leak_n"]].to(device)
+        leak_images = test_set.images[: cfg["leak_n"]].to(device) if s == seeds[0] else None
         for name in (*cfg["models"], *cfg["ablations"]):
             row, ev = _train_eval(name, cfg, s, device, train_set, test_set, leak_images, masks)
             rows.append(row)
@@ -124,12 +125,12 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
         for key in ("overall", "hard", "train_seconds"):
             metrics[f"{name}_{key}"] = float(col(name, key).mean())
     models = cfg["models"]
-    leak = max(r["leak_max_abs"] for r in rows)
-    repeat = max(r["repeat_max_abs"] for r in rows)
+    leak = max(r["leak_max_abs"] for r in rows if r["leak_max_abs"] is not None)
+    repeat = max(r["repeat_max_abs"] for r in rows if r["repeat_max_abs"] is not None)
     claims.append(Claim.at_most("mask_no_leakage", "missing modalities are ignored (structural)", leak, 1e-6,
-                                "max |Δlogit| with masked inputs replaced by noise / 100, all models and seeds"))
+                                "max |Δlogit| with masked inputs set to noise / 100, every model of the first seed"))
     claims.append(Claim.at_most("deterministic_eval", "deterministic test-time order, z = μ", repeat, 1e-6,
-                                "max |Δlogit| between two identical calls"))
+                                "max |Δlogit| between two identical calls, every model of the first seed"))
     quick = scale in ("smoke", "quick")
     gap = min(float((col(m, "et_with_t1ce") - col(m, "et_without_t1ce")).mean()) for m in models)
     claims.append(Claim.at_least("phantom_et_needs_t1ce", "ET is visible essentially only in T1ce (phantom design)",

@@ -1,8 +1,8 @@
 """``iclr26-smsn``: generate, fit, evaluate, predict, bench (a thin layer over the public API).
 
 Every command writes fixed file names into the ``--out`` folder: ``generate`` -> ``phantom.npz`` (and
-``case<i>.png`` with ``--png``), ``fit`` -> ``model.pt``, ``evaluate`` -> ``evaluation.json``, ``predict`` ->
-``seg.nii.gz``.
+``case<i>.png`` with ``--png``), ``fit`` -> ``model.pt`` and ``history.json`` (data-parallel under ``torchrun``;
+rank 0 writes), ``evaluate`` -> ``evaluation.json``, ``predict`` -> ``seg.nii.gz``.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from iclr26_shared.cli import (
     usage_error,
 )
 from iclr26_shared.device import resolve_device
+from iclr26_shared.distributed import DistributedContext
 
 from .bench import BENCHMARK
 from .data import DISPLAY_NAMES, TISSUES, PhantomDataset, make_phantom
@@ -82,23 +83,28 @@ def _train_data(args):
 
 
 def _fit(args) -> int:
-    (out,) = output_paths(args, "model.pt")
-    device = resolve_device(args.device)
-    train_set = _train_data(args)
-    widths = tuple(args.widths)
-    model = build_model(args.model, widths=widths).to(device)
+    """Trains one model; under ``torchrun`` every rank trains its shard of each batch and rank 0 writes."""
+    out, history_path = output_paths(args, "model.pt", "history.json")
+    with DistributedContext(args.device) as dist:
+        train_set = _train_data(args)
+        widths = tuple(args.widths)
+        torch.manual_seed(args.seed)
+        model = build_model(args.model, widths=widths)
 
-    def show(epoch, terms):
-        if not args.quiet:
-            print(f"epoch {epoch}: " + " ".join(f"{k}={v:.4f}" for k, v in terms.items()), flush=True)
+        def show(epoch, terms):
+            if dist.is_main and not args.quiet:
+                print(f"epoch {epoch}: " + " ".join(f"{k}={v:.4f}" for k, v in terms.items()), flush=True)
 
-    hist = fit(model, train_set, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-               device=device, steps=args.steps, callback=show)
-    ckpt = {"model": args.model, "widths": widths, "size": int(train_set.images.shape[-1]),
-            "state_dict": model.state_dict(), "steps": hist.steps}
-    with atomic_path(out) as tmp:
-        torch.save(ckpt, tmp)
-    print(f"wrote {out} ({hist.steps} steps)")
+        hist = fit(model, train_set, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                   device=dist.device, steps=args.steps, callback=show, dist=dist)
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        ckpt = {"model": args.model, "widths": widths, "size": int(train_set.images.shape[-1]),
+                "state_dict": state, "steps": hist.steps}
+        dist.save(ckpt, out)
+        if not dist.is_main:
+            return 0
+    write_json_atomic(history_path, {"steps": hist.steps, "epochs": hist.epochs})
+    print(f"wrote {out} ({hist.steps} steps), {history_path}")
     return 0
 
 
@@ -174,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_generate)
 
     t = sub.add_parser("fit", aliases=["train"], parents=[common_options()],
-                       help="train SMSN or a parallel baseline; writes model.pt")
+                       help="train SMSN or a parallel baseline (data-parallel under torchrun); writes model.pt, "
+                       "history.json")
     t.add_argument("--model", choices=("smsn", "mean", "concat", "max", "attention"), default="smsn")
     t.add_argument("--data", choices=("phantom", "brats"), default="phantom",
                    help="brats: the case folders under --data-root")

@@ -32,6 +32,7 @@ TISSUE_MEANS = np.array([
     [0.45, 1.00, 0.80, 0.90],  # enhancing = oedema in T1, T2 and FLAIR: only T1ce separates them
 ], dtype=np.float32)
 _TISSUE_OF_LABEL = {2: 5, 1: 6, 4: 7}
+ARC_COS = 0.5  # the enhancing arc spans arccos(c)/π of the rim, c ~ U(-ARC_COS, ARC_COS)
 
 
 @dataclass
@@ -162,8 +163,11 @@ def _phantom_case(rng: np.random.Generator, shape: tuple[int, ...], noise: float
         if rng.uniform() < 0.1:  # low-grade case: no enhancing tumour, the whole core is NCR
             labels[tc] = 1
         else:
-            labels[tc] = 4
-            labels[ncr] = 1
+            # Incomplete ring enhancement: only an arc of the rim enhances (the rest is necrosis), so the
+            # rim's place next to the necrotic core does not give ET away without T1ce.
+            arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
+            labels[tc] = 1
+            labels[tc & ~ncr & arc] = 4
     for lab, tis in _TISSUE_OF_LABEL.items():
         tissue[labels == lab] = tis
 

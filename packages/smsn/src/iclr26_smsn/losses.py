@@ -42,15 +42,16 @@ def kl_standard_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
 
 
 def masked_recon_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Squared error over available modalities only, averaged per available element.
+    """Squared error over available modalities only: per sample the mean over its available elements, then the
+    mean over samples (so a batch's value is the mean of its shards' values, as data-parallel training needs).
 
     Args:
         pred, target: ``(B, K, ...)``.
         mask: ``(B, K)`` availability; entries with mask 0 contribute nothing whatever their values.
 
     Returns:
-        scalar: Σ M_k (pred_k − target_k)² / (number of available elements); 0 when nothing is available;
-        equal to the plain MSE when the mask is all ones.
+        scalar: mean_b Σ_k M_bk (pred_bk − target_bk)² / (number of available elements of b); a sample with
+        nothing available contributes 0; equal to the plain MSE when the mask is all ones.
     """
     if pred.shape != target.shape:
         raise ValueError(f"target: expected the shape of pred {tuple(pred.shape)}, got {tuple(target.shape)}")
@@ -59,7 +60,7 @@ def masked_recon_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tens
     m = mask.to(pred.dtype).reshape(*mask.shape, *([1] * (pred.ndim - 2)))
     sq = torch.where(m > 0, (pred - target) ** 2, torch.zeros((), dtype=pred.dtype, device=pred.device))
     per = pred[0, 0].numel()
-    return sq.sum() / (m.sum() * per).clamp_min(1.0)
+    return (sq.flatten(1).sum(1) / (m.flatten(1).sum(1) * per).clamp_min(1.0)).mean()
 
 
 def orthogonality_loss(z: torch.Tensor, xs: torch.Tensor, mask: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -26,8 +26,8 @@ class SegOutput:
     aux: dict = field(default_factory=dict)
 
 
-def _conv(ndim: int, cin: int, cout: int, k: int = 3) -> nn.Module:
-    return (nn.Conv2d if ndim == 2 else nn.Conv3d)(cin, cout, k, padding=k // 2)
+def _conv(ndim: int, cin: int, cout: int, k: int = 3, groups: int = 1) -> nn.Module:
+    return (nn.Conv2d if ndim == 2 else nn.Conv3d)(cin, cout, k, padding=k // 2, groups=groups)
 
 
 def _norm(ndim: int, c: int) -> nn.Module:
@@ -35,26 +35,33 @@ def _norm(ndim: int, c: int) -> nn.Module:
     return (nn.InstanceNorm2d if ndim == 2 else nn.InstanceNorm3d)(c, affine=True)
 
 
-def _block(ndim: int, cin: int, cout: int) -> nn.Sequential:
-    """Two (3×3 conv, instance norm, LeakyReLU) layers."""
-    return nn.Sequential(_conv(ndim, cin, cout), _norm(ndim, cout), nn.LeakyReLU(0.01),
-                         _conv(ndim, cout, cout), _norm(ndim, cout), nn.LeakyReLU(0.01))
+def _block(ndim: int, cin: int, cout: int, groups: int = 1) -> nn.Sequential:
+    """Two (3×3 conv, instance norm, LeakyReLU) layers; ``groups`` independent blocks side by side."""
+    return nn.Sequential(_conv(ndim, cin, cout, groups=groups), _norm(ndim, cout), nn.LeakyReLU(0.01),
+                         _conv(ndim, cout, cout, groups=groups), _norm(ndim, cout), nn.LeakyReLU(0.01))
 
 
-class _Encoder(nn.Module):
-    """Multi-scale encoder of one modality: ``(B, 1, S...) -> [(B, w_l, S/2^l...)]`` for each level l."""
+class _Encoders(nn.Module):
+    """M modality-specific multi-scale encoders (no weight sharing), run as one grouped-convolution program.
 
-    def __init__(self, ndim: int, widths: tuple[int, ...]):
+    ``(B, M, S...) -> [(B, M, w_l, S/2^l...)]`` for each level l. Group i of every convolution sees only
+    modality i's channels and instance norm is per channel, so this equals M separate encoders.
+    """
+
+    def __init__(self, ndim: int, widths: tuple[int, ...], n_modalities: int):
         super().__init__()
         chans = (1, *widths)
-        self.blocks = nn.ModuleList(_block(ndim, chans[i], chans[i + 1]) for i in range(len(widths)))
+        m = n_modalities
+        self.blocks = nn.ModuleList(_block(ndim, m * chans[i], m * chans[i + 1], groups=m)
+                                    for i in range(len(widths)))
         self.pool = nn.MaxPool2d(2) if ndim == 2 else nn.MaxPool3d(2)
+        self.widths, self.m = widths, m
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
         feats = []
         for i, block in enumerate(self.blocks):
             x = block(x if i == 0 else self.pool(x))
-            feats.append(x)
+            feats.append(x.reshape(x.shape[0], self.m, self.widths[i], *x.shape[2:]))
         return feats
 
 
@@ -144,7 +151,7 @@ class _Backbone(nn.Module):
             raise ValueError(f"widths: expected at least two positive widths, got {widths!r}")
         self.in_modalities, self.n_classes, self.ndim = in_modalities, n_classes, ndim
         self.widths = tuple(int(w) for w in widths)
-        self.encoders = nn.ModuleList(_Encoder(ndim, self.widths) for _ in range(in_modalities))
+        self.encoders = _Encoders(ndim, self.widths, in_modalities)
         self.decoder = _Decoder(ndim, self.widths, n_classes)
 
     def check_input(self, x: torch.Tensor, mask) -> torch.Tensor:
@@ -166,8 +173,7 @@ class _Backbone(nn.Module):
 
     def encode(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Encodes every modality: ``x (B, M, *S)`` -> per level ``(B, M, w_l, *S_l)`` (no masking)."""
-        per_mod = [enc(x[:, i : i + 1]) for i, enc in enumerate(self.encoders)]
-        return [torch.stack([f[level] for f in per_mod], dim=1) for level in range(len(self.widths))]
+        return self.encoders(x)
 
     def decode(self, feats: list[torch.Tensor], mask: torch.Tensor, order: torch.Tensor | None = None) -> SegOutput:
         """Fuses encoded features of the available modalities and decodes them.
@@ -190,6 +196,11 @@ class _Backbone(nn.Module):
         mask = self.check_input(x, mask)
         x = x * _expand(mask, x)
         return self.decode(self.encode(x), mask, order)
+
+    def training_draws(self, mask: torch.Tensor, spatial: tuple[int, ...], generator: torch.Generator) -> dict:
+        """The random inputs of one training step, drawn for a whole batch with ``generator`` and passed to
+        ``forward`` as keyword arguments (``fit`` shards them under torchrun); none for parallel fusion."""
+        return {}
 
     def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
         raise TypeError(f"{type(self).__name__} must define fuse")
@@ -218,22 +229,27 @@ class IBFM(nn.Module):
         self.f1, self.f2 = head(2 * channels), head(latent + 2 * channels)
         self.g1, self.g2 = recon(2 * recon_channels), recon(2 * recon_channels)
 
-    def _sample(self, stats: torch.Tensor):
+    def _sample(self, stats: torch.Tensor, eps: torch.Tensor | None):
+        """Reparameterisation z = μ + σ·ε in training (ε given, or drawn), z = μ in eval mode."""
         mu, logvar = stats.chunk(2, dim=1)
         logvar = logvar.clamp(-10.0, 10.0)
-        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu) if self.training else mu
-        return z, mu, logvar
+        if not self.training:
+            return mu, mu, logvar
+        eps = torch.randn_like(mu) if eps is None else eps
+        return mu + torch.exp(0.5 * logvar) * eps, mu, logvar
 
-    def forward(self, xs: torch.Tensor, targets: torch.Tensor, m: torch.Tensor) -> dict:
+    def forward(self, xs: torch.Tensor, targets: torch.Tensor, m: torch.Tensor,
+                noise: torch.Tensor | None = None) -> dict:
         """``xs (B, 4, C, *s)`` re-ordered, masked features; ``targets (B, 4, R, *s)`` or None; ``m (B, 4)``
-        the re-ordered mask.
+        the re-ordered mask; ``noise (B, 2, C_z, *s)`` the training ε of both stages (None: drawn here).
 
         Returns a dict with ``z1, z2`` ``(B, C_z, *s)``, ``kl`` (scalar, per-element mean, both stages)
         and ``recon_1, recon_2`` (masked reconstruction errors of stage I and II, unweighted; absent
         when ``targets`` is None).
         """
-        z1, mu1, lv1 = self._sample(self.f1(torch.cat([xs[:, 0], xs[:, 1]], dim=1)))
-        z2, mu2, lv2 = self._sample(self.f2(torch.cat([z1, xs[:, 2], xs[:, 3]], dim=1)))
+        eps1, eps2 = (None, None) if noise is None else noise.unbind(1)
+        z1, mu1, lv1 = self._sample(self.f1(torch.cat([xs[:, 0], xs[:, 1]], dim=1)), eps1)
+        z2, mu2, lv2 = self._sample(self.f2(torch.cat([z1, xs[:, 2], xs[:, 3]], dim=1)), eps2)
         out = {"z1": z1, "z2": z2, "kl": kl_standard_normal(mu1, lv1) + kl_standard_normal(mu2, lv2)}
         if targets is None:
             return out
@@ -303,16 +319,29 @@ class SMSN(_Backbone):
         self.z_proj = nn.Identity() if self.latent == c else _conv(ndim, self.latent, c, k=1)
         self.extractor = SpecificExtractor(c, transformer_heads)
         self._images: torch.Tensor | None = None
+        self._noise: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor, mask, *, order: torch.Tensor | None = None) -> SegOutput:
-        """See ``_Backbone.forward``; ``order (B, 4)`` overrides the modality re-ordering."""
+    def forward(self, x: torch.Tensor, mask, *, order: torch.Tensor | None = None,
+                noise: torch.Tensor | None = None) -> SegOutput:
+        """See ``_Backbone.forward``; ``order (B, 4)`` overrides the modality re-ordering, ``noise
+        (B, 2, C_z, *s)`` the reparameterisation ε of the two IBFM stages in training (see ``training_draws``)."""
         mask = self.check_input(x, mask)
         x = x * _expand(mask, x)
-        self._images = x
+        self._images, self._noise = x, noise
         try:
             return self.decode(self.encode(x), mask, order)
         finally:
-            self._images = None
+            self._images = self._noise = None
+
+    def training_draws(self, mask: torch.Tensor, spatial: tuple[int, ...], generator: torch.Generator) -> dict:
+        """``order (B, 4)`` (random re-ordering, unless ``random_order=False``) and ``noise (B, 2, C_z, *s)``
+        for a batch of ``mask (B, 4)`` on ``spatial`` inputs, drawn with ``generator``."""
+        factor = 2 ** (len(self.widths) - 1)
+        noise = torch.randn(len(mask), 2, self.latent, *(s // factor for s in spatial), generator=generator)
+        draws = {"noise": noise}
+        if self.random_order:
+            draws["order"] = reorder_modalities(mask, generator)
+        return draws
 
     def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
         """``x (B, 4, C, *s)`` -> fused ``(B, C, *s)`` and aux (kl, recon, orth, z1, z2, order)."""
@@ -330,7 +359,7 @@ class SMSN(_Backbone):
         xs = torch.gather(x, 1, idx.expand(-1, -1, *x.shape[2:]))
         tg = None if targets is None else torch.gather(targets, 1, idx.expand(-1, -1, *targets.shape[2:]))
         m = torch.gather(mask, 1, order)
-        ib = self.ibfm(xs, tg, m)
+        ib = self.ibfm(xs, tg, m, self._noise)
         z2 = self.z_proj(ib["z2"])
         specific = self.extractor(x, z2, mask)
         fused = masked_mean(specific + z2.unsqueeze(1), mask)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from iclr26_shared.distributed import DistributedContext
 
 from .data import labels_to_classes, subset_masks
 from .losses import SMSNLoss
@@ -21,7 +22,7 @@ class History:
 
 def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-4,
         modality_dropout: str = "uniform15", seed: int = 0, device=None, steps: int | None = None,
-        loss: SMSNLoss | None = None, callback=None) -> History:
+        loss: SMSNLoss | None = None, callback=None, dist: DistributedContext | None = None) -> History:
     """Trains ``model`` with AdamW and a cosine learning-rate decay over the whole run.
 
     Args:
@@ -35,6 +36,11 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
         steps: total optimisation steps (overrides ``epochs``).
         loss: the objective (default ``SMSNLoss()``).
         callback: called as ``callback(epoch, terms)`` after each epoch.
+        dist: under ``torchrun``, the run's ``DistributedContext``: the model trains inside
+            ``DistributedDataParallel`` on ``dist.device`` (``device`` is not used), each rank computes its
+            contiguous shard of every global batch of ``batch_size``; the subset masks, modality orders and
+            reparameterisation noise are drawn for the global batch on every rank alike, so a step equals
+            the one-process step and the history holds the global means. Nothing is written.
 
     Returns:
         ``History``; the model is trained in place.
@@ -54,13 +60,21 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
     n = len(train_set)
     if n == 0:
         raise ValueError("train_set: is empty")
-    device = next(model.parameters()).device if device is None else torch.device(device)
+    world, rank = (dist.world_size, dist.rank) if dist is not None else (1, 0)
+    if world == 1:
+        device = next(model.parameters()).device if device is None else torch.device(device)
+    else:
+        device = dist.device
     model.to(device).train()
+    core = model
+    if world > 1:
+        model = dist.wrap(model)
     loss = loss or SMSNLoss()
     per_epoch = math.ceil(n / batch_size)
     total = steps if steps is not None else epochs * per_epoch
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
+    draws_gen = torch.Generator().manual_seed(seed)  # modality orders and latent noise of each global batch
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
     subsets = torch.as_tensor(subset_masks())
@@ -74,27 +88,34 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
             if step >= total:
                 break
             idx = order[start : start + batch_size]
-            items = [train_set[int(i)] for i in idx]
+            b = len(idx)
+            if modality_dropout == "uniform15":
+                mask = subsets[torch.as_tensor(rng.integers(0, 15, b))]
+            else:
+                mask = torch.ones(b, subsets.shape[1], dtype=torch.bool)
+            draws = core.training_draws(mask, train_set[0][0].shape[1:], draws_gen)
+            lo, hi = rank * b // world, (rank + 1) * b // world  # this rank's contiguous shard
+            items = [train_set[int(i)] for i in idx[lo:hi]]
             x = torch.stack([it[0] for it in items]).to(device)
             y = labels_to_classes(torch.stack([torch.as_tensor(it[1]) for it in items])).to(device)
-            if modality_dropout == "uniform15":
-                mask = subsets[torch.as_tensor(rng.integers(0, 15, len(idx)))].to(device)
-            else:
-                mask = torch.ones(len(idx), x.shape[1], dtype=torch.bool, device=device)
-            value, terms = loss(model(x, mask), y)
+            value, terms = loss(model(x, mask[lo:hi].to(device), **{k: v[lo:hi].to(device) for k, v in draws.items()}),
+                                y)
             opt.zero_grad(set_to_none=True)
-            value.backward()
+            # DDP averages the ranks' gradients; weighting by the shard's share gives the global batch's mean
+            (value * (world * (hi - lo) / b) if world > 1 else value).backward()
             opt.step()
             sched.step()
             step += 1
             count += 1
             for k, v in terms.items():
-                sums[k] = sums.get(k, 0.0) + v
+                sums[k] = sums.get(k, 0.0) + v * (hi - lo) / b
         epoch += 1
+        if world > 1:  # each rank holds its shards' share of every step's mean
+            sums = {k: dist.mean(v) * world for k, v in sums.items()}
         means = {k: v / count for k, v in sums.items()}
         history.epochs.append(means)
         if callback is not None:
             callback(epoch, means)
     history.steps = step
-    model.eval()
+    core.eval()
     return history
