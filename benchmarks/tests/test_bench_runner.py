@@ -32,7 +32,8 @@ def _neg(scale, device, seed, out_dir):
 
 def _paired(scale, device, seed, out_dir):
     seeds = derive_seeds(seed, 3)
-    return Result(metrics={"acc": 0.5}, claims=[Claim.paired("gain", "+1", [2, 3, 2.5], [1, 1.5, 1.2], seeds)])
+    method = [2, 3, 2.5] if seed != 7 else [1, 1.2, 0.9]  # base seed 7: the method loses
+    return Result(metrics={"acc": 0.5}, claims=[Claim.paired("gain", "+1", method, [1, 1.5, 1.2], seeds)])
 
 def _slow(scale, device, seed, out_dir):
     with CALLS.with_name("slow.txt").open("a") as fh:
@@ -141,6 +142,22 @@ def test_report_tables_every_claim_and_lists_failures(fake, tmp_path):
     assert "![fake.ok__smoke__seed0__cpu__fake_fig.png](fake.ok__smoke__seed0__cpu__fake_fig.png)" in text
     assert "| fake.paired | smoke | 0 | gain |" in text and "| 3/3 |" in text
     assert "| ours | 0.9 |" in text
+    assert "Across base seeds" not in text  # one base seed only
+
+
+def test_report_judges_claims_across_base_seeds(fake, tmp_path):
+    out = tmp_path / "res"
+    for seed in ("0", "7", "9"):
+        main(["run", "fake.paired", "fake.ok", "--scale", "smoke", "--device", "cpu", "--seed", seed, "--out",
+              str(out), "--quiet"])
+    assert main(["report", str(out)]) == 0
+    text = (out / "REPORT.md").read_text()
+    section = text.split("## Across base seeds")[1].split("\n## ")[0]
+    paired = next(line for line in section.splitlines() if line.startswith("| fake.paired | smoke | gain |"))
+    assert "0: 1.267 [" in paired and "7: -0.2 [" in paired and "0/3, fails" in paired and "3/3, holds" in paired
+    assert paired.endswith("| 2/3 | fragile |")
+    single = "| fake.ok | smoke | beats base | 0: 0.1, holds; 7: 0.1, holds; 9: 0.1, holds | 3/3 | holds at every"
+    assert single in section
 
 
 def test_unknown_name_is_a_clear_error(fake, tmp_path, capsys):

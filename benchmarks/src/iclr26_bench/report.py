@@ -54,6 +54,45 @@ def _seeds(c: Claim) -> list[str]:
     return [f"[{ps['low']:.4g}, {ps['high']:.4g}]", f"{ps['wins']}/{ps['n']}"]
 
 
+def _verdict(holds: list[bool]) -> str:
+    if all(holds):
+        return "holds at every base seed"
+    return "fragile" if any(holds) else "fails at every base seed"
+
+
+def across_seeds(results: list[Result]) -> list[str]:
+    """Markdown lines of the "Across base seeds" section: every claim of a benchmark run at two or more base
+    seeds (same scale), one cell per base seed (mean, interval, wins, holds) and a verdict: it holds at every
+    base seed, at some only (fragile), or at none. Empty when no benchmark has two base seeds."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        if r.status == "ok":
+            groups.setdefault((r.benchmark, r.scale), []).append(r)
+    groups = {k: sorted(v, key=lambda r: r.seed) for k, v in groups.items() if len({r.seed for r in v}) > 1}
+    if not groups:
+        return []
+    rows = []
+    for (bench, scale), runs in sorted(groups.items()):
+        names = list(dict.fromkeys(c.name for r in runs for c in r.claims))
+        for name in names:
+            cells, holds = [], []
+            for r in runs:
+                c = next((c for c in r.claims if c.name == name), None)
+                if c is None:
+                    cells.append(f"{r.seed}: (absent)")
+                    continue
+                interval, wins = _seeds(c)
+                detail = ", ".join(x for x in (interval, wins) if x)
+                cells.append(f"{r.seed}: {_cell(c.measured)}{' ' + detail if detail else ''}, "
+                             f"{'holds' if c.holds else 'fails'}")
+                holds.append(c.holds)
+            rows.append([bench, scale, name, "; ".join(cells), f"{sum(holds)}/{len(holds)}", _verdict(holds)])
+    return ["", "## Across base seeds", "",
+            "Claims of benchmarks run at several base seeds (`--seed`), one cell per base seed: mean, 90% interval "
+            "and wins for a claim over derived seeds, then whether it held.", "",
+            *_table(["benchmark", "scale", "claim", "per base seed", "holds at", "verdict"], rows)]
+
+
 def render(results: list[Result]) -> str:
     """The Markdown text of the report."""
     claims = [(r, c) for r in results for c in r.claims]
@@ -68,6 +107,7 @@ def render(results: list[Result]) -> str:
                    "criterion", "holds"],
                   [[r.benchmark, r.scale, r.seed, c.name, c.paper, c.measured, *_seeds(c), c.criterion, c.holds]
                    for r, c in claims])
+    out += across_seeds(results)
     out += ["", "## Wall time", ""]
     out += _table(["benchmark", "scale", "seed", "device", "threads", "seconds"],
                   [[r.benchmark, r.scale, r.seed, r.device, r.versions.get("threads", ""), r.seconds]
