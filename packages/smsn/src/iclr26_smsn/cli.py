@@ -7,6 +7,7 @@ rank 0 writes), ``evaluate`` -> ``evaluation.json``, ``predict`` -> ``seg.nii.gz
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import pathlib
@@ -96,7 +97,8 @@ def _fit(args) -> int:
                 print(f"epoch {epoch}: " + " ".join(f"{k}={v:.4f}" for k, v in terms.items()), flush=True)
 
         hist = fit(model, train_set, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                   device=dist.device, steps=args.steps, callback=show, dist=dist)
+                   device=dist.device, steps=args.steps, callback=show, dist=dist,
+                   progress=functools.partial(progress, desc="steps", quiet=args.quiet or not dist.is_main))
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         ckpt = {"model": args.model, "widths": widths, "size": int(train_set.images.shape[-1]),
                 "state_dict": state, "steps": hist.steps}

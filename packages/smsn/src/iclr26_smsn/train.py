@@ -22,7 +22,8 @@ class History:
 
 def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 1e-3, weight_decay: float = 1e-4,
         modality_dropout: str = "uniform15", seed: int = 0, device=None, steps: int | None = None,
-        loss: SMSNLoss | None = None, callback=None, dist: DistributedContext | None = None) -> History:
+        loss: SMSNLoss | None = None, callback=None, dist: DistributedContext | None = None,
+        progress=None) -> History:
     """Trains ``model`` with AdamW and a cosine learning-rate decay over the whole run.
 
     Args:
@@ -36,6 +37,7 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
         steps: total optimisation steps (overrides ``epochs``).
         loss: the objective (default ``SMSNLoss()``).
         callback: called as ``callback(epoch, terms)`` after each epoch.
+        progress: wraps the range of steps (a progress-bar function such as ``iclr26_shared.cli.progress``).
         dist: under ``torchrun``, the run's ``DistributedContext``: the model trains inside
             ``DistributedDataParallel`` on ``dist.device`` (``device`` is not used), each rank computes its
             contiguous shard of every global batch of ``batch_size``; the subset masks, modality orders and
@@ -80,6 +82,7 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
     subsets = torch.as_tensor(subset_masks())
     history = History()
     step, epoch = 0, 0
+    ticks = iter(range(total) if progress is None else progress(range(total)))
     while step < total:
         order = rng.permutation(n)
         sums: dict[str, float] = {}
@@ -106,6 +109,7 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
             opt.step()
             sched.step()
             step += 1
+            next(ticks)
             count += 1
             for k, v in terms.items():
                 sums[k] = sums.get(k, 0.0) + v * (hi - lo) / b

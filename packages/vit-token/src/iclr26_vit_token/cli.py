@@ -8,6 +8,7 @@ Files land in the ``--out`` folder under fixed names: ``fit`` -> ``model.pt``, `
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from iclr26_shared.cli import (
     common_options,
     existing_file,
     output_paths,
+    progress,
     run,
     usage_error,
 )
@@ -81,7 +83,8 @@ def cmd_fit(args) -> int:
                 print(f"step {step + 1:>5}/{args.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in parts.items()))
 
         pretrain(model, data, steps=args.steps, objective=args.objective, batch_size=args.batch_size, lr=args.lr,
-                 seed=args.seed, callback=None if args.quiet or not dist.is_main else log, dist=dist)
+                 seed=args.seed, callback=None if args.quiet or not dist.is_main else log, dist=dist,
+                 progress=functools.partial(progress, desc="steps", quiet=args.quiet or not dist.is_main))
         ckpt = {"arch": model.arch, "spec": model.spec, "state_dict": model.state_dict(), "variant": args.variant,
                 "objective": args.objective, "steps": args.steps, "seed": args.seed}
         if dist.save(ckpt, out) is not None:

@@ -151,7 +151,7 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
              mask_ratio: float = 0.4, lr: float = 1e-3, batch_size: int = 128, seed: int = 0,
              weight_decay: float = 0.05, heads: PretrainHeads | None = None, pixel_target: str = "patch_norm",
              callback: Callable[[int, dict[str, float]], None] | None = None,
-             dist: DistributedContext | None = None) -> PretrainResult:
+             dist: DistributedContext | None = None, progress: Callable | None = None) -> PretrainResult:
     """Trains ``model`` in place with AdamW and a warm-up + cosine schedule on ``dataset``.
 
     Batches, flips and masks are drawn from a ``torch.Generator`` seeded with ``seed`` only, so two models
@@ -165,6 +165,7 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
             they are trained in place.
         pixel_target: ``"raw"`` or ``"patch_norm"`` (see ``pretrain_loss``).
         callback: called as ``callback(step, losses)`` after every step (on every rank).
+        progress: wraps the range of steps (a progress-bar function such as ``iclr26_shared.cli.progress``).
         dist: the process group of a ``torchrun`` launch (``None``: one process). With several ranks the
             backbone and heads train inside ``DistributedDataParallel`` on ``dist.device``: every rank draws
             the same global batch (indices, flips, masks) and computes on its contiguous shard, with the loss
@@ -209,7 +210,7 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
     shard = slice(rank * batch_size // world, (rank + 1) * batch_size // world)  # this rank's part of a batch
     model.train()
     history: list[dict[str, float]] = []
-    for step in range(steps):
+    for step in range(steps) if progress is None else progress(range(steps)):
         idx = torch.randint(0, n, (batch_size,), generator=gen).to(device)
         flip = (torch.rand(batch_size, generator=gen) < 0.5).to(device)
         x = images[idx]
