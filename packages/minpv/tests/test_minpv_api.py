@@ -51,6 +51,22 @@ def test_determinism_and_modes():
         two.log_density(X)
 
 
+def test_progress_wraps_every_models_steps_and_the_average_is_the_fitted_net():
+    X, _, _ = gaussian_mi_task(4, 200, seed=0)
+    seen = []
+
+    def bar(steps):
+        seen.append(len(steps))
+        return steps
+
+    averaged = TimeScoreDRE(**TINY).fit(X, np.random.default_rng(1).standard_normal((200, 4)), progress=bar)
+    assert seen == [TINY["steps"], TINY["steps"]]
+    last = TimeScoreDRE(**TINY, ema_decay=0.0).fit(X, np.random.default_rng(1).standard_normal((200, 4)))
+    # the same iterates; only what is kept differs (the moving average vs the last step)
+    assert not np.allclose(averaged.log_ratio(X[:5]), last.log_ratio(X[:5]))
+    assert all(not p.requires_grad for p in averaged.nets_[0].parameters())
+
+
 def test_log_density_adds_standardisation_log_det():
     X = np.random.default_rng(0).standard_normal((300, 2)) * 3.0 + 1.0
     model = TimeScoreDRE(path="trig", **TINY).fit(X)
@@ -87,6 +103,8 @@ def test_bad_input():
         estimate_mi(np.zeros((10, 1)), np.zeros((9, 1)))
     with pytest.raises(ValueError, match="path"):
         make_path("ot")
+    with pytest.raises(ValueError, match="ema_decay"):
+        TimeScoreDRE(**TINY, ema_decay=1.0).fit(X)
 
 
 def test_estimate_mi_and_baselines_run():

@@ -7,6 +7,7 @@ Every command writes into the ``--out`` folder: ``fit`` -> ``log_ratio.npy``, ``
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import sys
 import time
@@ -50,13 +51,18 @@ def _load_samples(option: str, path: pathlib.Path) -> np.ndarray:
     return X.astype(np.float64, copy=False)
 
 
+def _step_bar(args):
+    """The training-step bar of ``TimeScoreDRE.fit`` (off with ``--quiet`` or off a terminal)."""
+    return functools.partial(progress, desc="steps", quiet=args.quiet)
+
+
 def cmd_evaluate(args) -> int:
     (target,) = output_paths(args, "mi.json")
     evaluation, _, true_mi = gaussian_mi_task(args.d, args.n_eval, seed=10_000 + args.seed)
     start = time.perf_counter()
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
                          standardize=False, seed=args.seed, device=args.device)
-    model.fit(lambda n, rng: gaussian_mi_joint(n, args.d, rng))
+    model.fit(lambda n, rng: gaussian_mi_joint(n, args.d, rng), progress=_step_bar(args))
     estimate = model.kl_divergence(evaluation)
     seconds = time.perf_counter() - start
     summary = {"d": args.d, "path": args.path, "seed": args.seed, "estimated_mi": estimate, "true_mi": true_mi,
@@ -76,7 +82,7 @@ def cmd_fit(args) -> int:
     den = _load_samples("--den", args.den) if args.den else None
     points = _load_samples("--eval", args.eval) if args.eval else num
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
-                         seed=args.seed, device=args.device).fit(num, den)
+                         seed=args.seed, device=args.device).fit(num, den, progress=_step_bar(args))
     log_r = model.log_ratio(points)
     with atomic_path(target) as tmp:
         with open(tmp, "wb") as f:
