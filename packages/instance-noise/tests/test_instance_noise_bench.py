@@ -32,10 +32,10 @@ def _planted_records(fwd_loss: list[float], noisy_loss: list[float], seeds: list
 
 
 def test_gbm_log_loss_claim_fails_when_the_corrected_booster_is_worse(tmp_path, monkeypatch):
-    seeds = derive_seeds(0, 3)
-    better, worse = [0.30, 0.32, 0.29], [0.40, 0.41, 0.42]
+    seeds = derive_seeds(0, bench.GBM_SCALES["quick"].n_seeds)
+    better, worse = [0.30, 0.32, 0.29, 0.31, 0.30][:len(seeds)], [0.40, 0.41, 0.42, 0.40, 0.43][:len(seeds)]
     name = CENTRAL[bench.GBM]
     for fwd, noisy, holds in ((better, worse, True), (worse, better, False)):
         monkeypatch.setattr(bench, "_gbm_dataset", lambda *a, fwd=fwd, noisy=noisy: _planted_records(fwd, noisy, seeds))
         claim = next(c for c in bench.run_gbm("quick", "cpu", 0, tmp_path).claims if c.name == name)
-        assert claim.holds is holds and claim.per_seed["n"] == 3
+        assert claim.holds is holds and claim.per_seed["n"] == len(seeds)

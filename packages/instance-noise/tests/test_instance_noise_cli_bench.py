@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from iclr26_instance_noise import bench
 from iclr26_instance_noise.cli import main
+from iclr26_shared.datasets import stratified_split_indices
 
 
 def test_cli_round_trip(tmp_path, capsys):
@@ -31,6 +32,22 @@ def test_cli_round_trip(tmp_path, capsys):
     assert main(["generate", "--data", str(tmp_path / "absent.csv"), "--out", str(bad)]) == 2
     assert capsys.readouterr().err.startswith("error: --data: expected ")
     assert not bad.exists()
+
+
+def test_a_rho_file_with_one_nan_is_refused_wherever_it_falls(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["generate", "--data", "breast_cancer", "--seed", "0", "--out", str(run), "--quiet"]) == 0
+    with np.load(run / "noisy.npz") as f:
+        rho, y = f["rho"].copy(), f["y_clean"]
+    split = stratified_split_indices(y, {"train": 0.7, "test": 0.3}, seed=0)  # the split fit makes
+    for row in (split["train"][0], split["test"][0]):
+        bad = rho.copy()
+        bad[row] = np.nan
+        np.save(tmp_path / "bad.npy", bad)
+        code = main(["fit", "--in", str(run / "noisy.npz"), "--rho", str(tmp_path / "bad.npy"), "--out",
+                     str(tmp_path / f"out{row}")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: --rho: expected ") and "NaN" in err and err.count("\n") == 1
 
 
 def test_fit_on_noisy_only_data_says_so(tmp_path, capsys):

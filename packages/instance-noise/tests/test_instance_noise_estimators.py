@@ -124,3 +124,24 @@ def test_mlp_learns_and_predicts_probabilities():
     assert p.shape == (300, 2) and np.allclose(p.sum(axis=1), 1)
     assert len(model.validation_loss_) == 5
     assert model.score(X, y) > 0.6
+
+
+def test_cross_validated_lam_scores_the_held_out_corrected_loss():
+    from sklearn.model_selection import StratifiedKFold
+
+    b = data.linear_instance_noise(n=600, seed=6)
+    lams = (1e-3, 1e-1, 10.0)
+    best, scores = models.cross_validated_lam(b.X, b.y_noisy, b.rho, "forward", lams=lams, cv=3, random_state=0)
+    expected = []
+    for lam in lams:  # the same folds, scored by hand with the forward loss
+        fold_losses = []
+        for tr, va in StratifiedKFold(3, shuffle=True, random_state=0).split(b.X, b.y_noisy):
+            m = models.CorrectedLogisticRegression(mode="forward", lam=lam, rho=None).fit(b.X[tr], b.y_noisy[tr],
+                                                                                          rho=b.rho[tr])
+            fold_losses.append(losses.forward_loss(m.decision_function(b.X[va]), b.y_noisy[va], b.rho[va]).mean())
+        expected.append(np.mean(fold_losses))
+    np.testing.assert_allclose(scores, expected, rtol=1e-9)
+    assert best == lams[int(np.argmin(expected))]
+    assert scores[-1] > scores[0]  # lam = 10 swamps the (1 - 2 rho)-scaled forward gradient
+    with pytest.raises(ValueError, match="cv"):
+        models.cross_validated_lam(b.X, b.y_noisy, b.rho, "forward", cv=1)

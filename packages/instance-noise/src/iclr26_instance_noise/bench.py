@@ -3,10 +3,12 @@
 - ``instance-noise.linear`` (criteria 1-6 of the spec): the synthetic linear benchmark, seven
   arms of the same L-BFGS learner (clean, noisy, backward/forward with oracle ``rho``,
   backward/forward with cross-fitted ``rho^``, constant-rate backward) and the Monte-Carlo
-  risk-equivalence check.
+  risk-equivalence check. Every arm's L2 strength is chosen by 5-fold cross-validation of its own
+  corrected loss on the noisy training labels (plain CE for the clean and noisy arms).
 - ``instance-noise.gbm`` (criteria 7-8): region noise on breast-cancer and digits odd/even
-  (tones: report only), Newton-boosted trees with early stopping on the held-out
-  backward-corrected loss, evaluated on clean test labels; MLP arms report only. At
+  (tones: report only), Newton-boosted trees with regularised leaves (leaf L2 1, leaf steps
+  capped at 1) and early stopping on the held-out forward-corrected loss, evaluated on clean
+  test labels; MLP arms report only. At
   ``paper`` scale it adds the GPU protocol: a ResNet-18 on CIFAR-10 animals vs vehicles
   from the local data folder (``ICLR26_DATA``).
 
@@ -28,7 +30,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from . import data
 from .estimate import rho_posterior
 from .metrics import clean_accuracy, clean_log_loss, rho_mae, risk_gap
-from .models import CorrectedGradientBoosting, CorrectedLogisticRegression, CorrectedMLP
+from .models import CorrectedGradientBoosting, CorrectedLogisticRegression, CorrectedMLP, cross_validated_lam
 from .noise import instance_only_flip
 
 PAPER = "Resurfacing the Instance-only Dependent Label Noise Model through Loss Correction"
@@ -65,6 +67,7 @@ def run_linear(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Res
     seeds = derive_seeds(seed, cfg.n_seeds)
     acc: dict[str, list[float]] = {}
     cos: dict[str, list[float]] = {}
+    lams: dict[str, list[float]] = {}
     maes, rates = [], []
     gap = None
     for s in seeds:
@@ -74,7 +77,9 @@ def run_linear(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Res
         maes.append(rho_mae(rho_hat, b.rho))
         rates.append(float(np.mean(b.y_noisy != b.y_clean)))
         for arm, (mode, rho, y) in _linear_arms(b, rho_hat).items():
-            model = CorrectedLogisticRegression(mode=mode, lam=1e-2, rho=None).fit(b.X, y, rho=rho)
+            lam, _ = cross_validated_lam(b.X, y, rho, mode, random_state=s)
+            lams.setdefault(arm, []).append(lam)
+            model = CorrectedLogisticRegression(mode=mode, lam=lam, rho=None).fit(b.X, y, rho=rho)
             acc.setdefault(arm, []).append(clean_accuracy(b.y_test, model.predict(b.X_test)))
             cos.setdefault(arm, []).append(float(model.coef_ @ b.w_star / np.linalg.norm(model.coef_)))
             if arm == "clean" and gap is None:
@@ -86,7 +91,7 @@ def run_linear(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Res
     need = max(1, k - max(1, k // 10))
     rows = [{"method": arm, "accuracy": mean[arm], "accuracy_std": float(np.std(acc[arm])),
              "accuracy_min": float(np.min(acc[arm])), "accuracy_max": float(np.max(acc[arm])),
-             "cosine_w_star": float(np.mean(cos[arm]))} for arm in acc]
+             "cosine_w_star": float(np.mean(cos[arm])), "lam_per_seed": lams[arm]} for arm in acc]
     metrics = {f"accuracy_{arm}": v for arm, v in mean.items()}
     metrics.update(rho_hat_mae=float(np.mean(maes)), noise_rate=float(np.mean(rates)), n_seeds=k,
                    forward_oracle_wins=wins, risk_clean_loss=gap.clean_loss, risk_corrected_loss=gap.corrected_loss,
@@ -130,12 +135,17 @@ class GBMConfig:
     rounds: int = 300
     hgb_iter: int = 200
     mlp_epochs: int = 0
+    accuracy_margin: float = -0.02
 
 
 GBM_SCALES = {"smoke": GBMConfig(("breast_cancer",), (), 2, rounds=30, hgb_iter=50, mlp_epochs=5),
-              "quick": GBMConfig(("breast_cancer",), (), 3),
-              "full": GBMConfig(("breast_cancer", "digits"), ("tones",), 5, mlp_epochs=100),
-              "paper": GBMConfig(("breast_cancer", "digits"), ("tones",), 5, mlp_epochs=100)}
+              "quick": GBMConfig(("breast_cancer",), (), 5),
+              "full": GBMConfig(("breast_cancer", "digits"), ("tones",), 5, mlp_epochs=100, accuracy_margin=0.0),
+              "paper": GBMConfig(("breast_cancer", "digits"), ("tones",), 5, mlp_epochs=100, accuracy_margin=0.0)}
+# Leaf L2 as XGBoost's default; the leaf-step cap and the forward-corrected stopping loss were
+# chosen on base seeds 1 and 2 (breast-cancer), never on the benchmark's or held-out seeds.
+BOOSTER = {"learning_rate": 0.05, "max_depth": 3, "min_samples_leaf": 20, "reg_lambda": 1.0, "max_delta_step": 1.0,
+           "validation_fraction": 0.2, "stopping": "forward"}
 LOADERS = {"breast_cancer": data.breast_cancer, "digits": data.digits_odd_even, "tones": data.tones}
 GBM_ARMS = {"noisy": ("none", "oracle"), "forward-oracle": ("forward", "oracle"),
             "backward-oracle": ("backward", "oracle"), "forward-rho_hat": ("forward", "rho_hat")}
@@ -153,8 +163,7 @@ def _gbm_dataset(name: str, seeds: list[int], cfg: GBMConfig, device: str) -> li
         rho_hat = np.minimum(rho_posterior(X[tr], y_noisy[tr], estimator=hgb, random_state=s), RHO_MAX)
         rhos = {"oracle": rho[tr], "rho_hat": rho_hat}
         learners = {"gbm": lambda mode, s=s: CorrectedGradientBoosting(
-            mode=mode, n_estimators=cfg.rounds, learning_rate=0.05, max_depth=3, min_samples_leaf=20,
-            validation_fraction=0.2, rho=None, random_state=s)}
+            mode=mode, n_estimators=cfg.rounds, rho=None, random_state=s, **BOOSTER)}
         if cfg.mlp_epochs and importlib.util.find_spec("torch") is not None:  # MLP arms need the torch extra
             learners["mlp"] = lambda mode, s=s: CorrectedMLP(hidden=(128,), mode=mode, epochs=cfg.mlp_epochs,
                                                              rho=None, random_state=s, device=device)
@@ -207,9 +216,10 @@ def run_gbm(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result
                        if (r["dataset"], r["learner"], r["arm"]) == (name, "gbm", arm)}
             return [by_seed[s] for s in seeds]
 
-        claims.append(Claim.paired(f"7 {name}: forward-oracle GBM accuracy within 0.02 of noisy GBM",
+        gain = "is at least that of" if cfg.accuracy_margin >= 0 else f"within {-cfg.accuracy_margin:g} of"
+        claims.append(Claim.paired(f"7 {name}: forward-oracle GBM accuracy {gain} noisy GBM",
                                    f"prototype {prototype[name][0]}", per_seed("forward-oracle", "accuracy"),
-                                   per_seed("noisy", "accuracy"), seeds, margin=-0.02,
+                                   per_seed("noisy", "accuracy"), seeds, margin=cfg.accuracy_margin,
                                    what="accuracy(forward-oracle) - accuracy(noisy)"))
         claims.append(Claim.paired(f"8 {name}: forward-oracle GBM improves clean log-loss",
                                    f"prototype {prototype[name][1]}", per_seed("forward-oracle", "log_loss"),

@@ -109,6 +109,13 @@ def check_same_length(n: int, m: int, names: str) -> None:
         raise ValueError(f"{names}: expected the same number of rows, got {n} and {m}")
 
 
+def check_folds(cv, why: str = "") -> int:
+    """``cv`` if it is an integer number of folds >= 2; ``why`` is added to the error message."""
+    if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
+        raise ValueError(f"cv: expected an integer number of folds >= 2{why}, got {cv!r}")
+    return int(cv)
+
+
 def check_mode(mode: str, allow_none: bool = False) -> str:
     """``mode`` if it is ``"backward"`` or ``"forward"`` (or ``"none"`` when allowed)."""
     choices = ("backward", "forward", "none") if allow_none else ("backward", "forward")

@@ -32,7 +32,7 @@ from iclr26_shared.datasets import stratified_split_indices
 
 from . import data
 from .bench import BENCHMARKS
-from .checks import as_binary_labels
+from .checks import as_binary_labels, check_rho
 from .estimate import majority_vote, rho_annotators, rho_constant, rho_knn, rho_posterior
 from .metrics import clean_accuracy, clean_log_loss, rho_mae
 from .models import CorrectedGradientBoosting, CorrectedLogisticRegression, CorrectedMLP
@@ -155,9 +155,11 @@ def cmd_fit(args) -> int:
     split = stratified_split_indices(y_eval, {"train": 1.0 - args.test_frac, "test": args.test_frac}, seed=args.seed)
     tr, te = split["train"], split["test"]
     if isinstance(rho, np.ndarray):
-        if len(rho) != len(y_noisy):
-            raise usage_error("--rho", f"{len(y_noisy)} values (one per instance of --in)", f"{len(rho)}")
-        rho = rho[tr]
+        try:  # the whole array, not only the training rows
+            rho = check_rho(rho, len(y_noisy))[tr]
+        except ValueError as err:
+            raise usage_error("--rho", f"{len(y_noisy)} finite flip probabilities in [0, 0.5) (one per instance "
+                              f"of --in)", one_line(err)) from err
     mode = args.mode
     if args.learner == "linear":
         model = CorrectedLogisticRegression(mode=mode, lam=args.lam, rho=rho, random_state=args.seed)

@@ -19,7 +19,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import NearestNeighbors
 
-from .checks import as_binary_labels, check_features, check_same_length
+from .checks import as_binary_labels, check_features, check_folds, check_same_length
 
 METHODS = ("posterior", "knn", "constant")
 
@@ -47,8 +47,7 @@ def noisy_posterior(X, y_noisy, estimator=None, cv: int = 5, random_state=None) 
     """
     X, y = check_features(X), as_binary_labels(y_noisy)
     check_same_length(len(X), len(y), "X, y_noisy")
-    if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-        raise ValueError(f"cv: expected an integer number of folds >= 2 (cross-fitting is mandatory), got {cv!r}")
+    cv = check_folds(cv, " (cross-fitting is mandatory)")
     if np.bincount(y, minlength=2).min() < cv:
         raise ValueError(f"y_noisy: expected at least cv={cv} instances of each class, got counts "
                          f"{np.bincount(y, minlength=2).tolist()}")

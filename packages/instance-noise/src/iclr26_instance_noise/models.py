@@ -9,7 +9,7 @@ cross-entropy (the "noisy" baseline goes through the same code); an array passed
 
 The backward loss is unbounded below when its target ``y' = (y~ - rho)/(1 - 2 rho)`` leaves
 [0, 1]: a flexible model can push such logits to infinity. Hence L2 (linear), early stopping
-on held-out backward-corrected loss plus ``min_samples_leaf`` and logit clipping (GBM), and
+on a held-out corrected loss plus leaf L2, ``min_samples_leaf`` and logit clipping (GBM), and
 weight decay plus early stopping (MLP).
 """
 from __future__ import annotations
@@ -17,14 +17,23 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.tree import DecisionTreeRegressor
 
-from .checks import RHO_MAX, as_binary_labels, check_features, check_mode, check_rho, check_same_length
+from .checks import (
+    RHO_MAX,
+    as_binary_labels,
+    check_features,
+    check_folds,
+    check_mode,
+    check_rho,
+    check_same_length,
+)
 from .estimate import resolve_rho
 from .losses import backward_target, raw_grad_hess, sigmoid
 
 LOGIT_CLIP = 20.0
+LAM_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 
 def corrected_ce(t: np.ndarray, y: np.ndarray, rho: np.ndarray, mode: str) -> float:
@@ -131,22 +140,81 @@ class CorrectedLogisticRegression(_CorrectedClassifier):
         return self._check_predict_X(X) @ self.coef_ + self.intercept_
 
 
-class CorrectedGradientBoosting(_CorrectedClassifier):
-    """Newton boosting of regression trees on the corrected loss.
+def newton_leaves(tree: DecisionTreeRegressor, leaves: np.ndarray, g: np.ndarray, h: np.ndarray, reg_lambda: float,
+                  max_delta_step: float | None) -> np.ndarray:
+    """Sets every leaf of a fitted ``tree`` to ``-G/(H + reg_lambda)``, clipped to +-``max_delta_step``.
 
-    Each round fits a ``DecisionTreeRegressor`` to ``-g/h`` with sample weight ``h`` (``g, h`` from
-    ``losses.grad_hess``; the Fisher curvature in forward mode) and adds ``learning_rate * tree``;
-    logits are clipped to +-20. With ``validation_fraction`` (default 0.2) a stratified part of the
-    noisy training data is held out and the number of rounds is the one minimising the
-    backward-corrected CE on it, an unbiased estimate of the clean risk given ``rho`` (plain noisy
-    CE when uncorrected). Without it, corrected boosters overfit. On small validation sets that
-    estimate is very noisy (its targets reach +-4.5, and extreme logits move it by many nats), so
-    the chosen round can be far too late; see the README.
+    ``leaves`` ``(n,)``: the leaf of each training row (``tree.apply``); ``G``, ``H``: the sums of the
+    gradients ``g`` ``(n,)`` and curvatures ``h`` ``(n,)`` of the rows in the leaf. Returns the new
+    value of each row's leaf, ``(n,)``.
+    """
+    size = tree.tree_.node_count
+    G, H = np.bincount(leaves, weights=g, minlength=size), np.bincount(leaves, weights=h, minlength=size)
+    used = np.unique(leaves)
+    step = -G[used] / np.maximum(H[used] + reg_lambda, 1e-12)
+    if max_delta_step is not None:
+        step = np.clip(step, -max_delta_step, max_delta_step)
+    tree.tree_.value[used, 0, 0] = step
+    return tree.tree_.value[leaves, 0, 0]
+
+
+def cross_validated_lam(X, y_noisy, rho=None, mode: str = "backward", lams=LAM_GRID, cv: int = 5,
+                        random_state=None) -> tuple[float, np.ndarray]:
+    """The L2 strength of ``CorrectedLogisticRegression`` chosen by ``cv``-fold cross-validation.
+
+    Each ``lam`` in ``lams`` is scored by the mean held-out *corrected* loss of the same arm: the
+    ``mode`` loss with the held-out instances' ``rho`` (plain CE when ``rho`` is None or
+    ``mode="none"``), which estimates the clean risk (backward: unbiased) or the noisy likelihood
+    of the corrected model (forward) without any clean label.
+
+    Args:
+        X ``(n, d)``, y_noisy ``(n,)``, rho ``(n,)`` or None, mode: as ``CorrectedLogisticRegression.fit``.
+        lams: candidate strengths, each > 0. cv: folds, >= 2. random_state: fold shuffling.
+
+    Returns:
+        ``(best lam, mean held-out loss per lam (len(lams),))``.
+    """
+    X, y = check_features(X), as_binary_labels(y_noisy)
+    check_same_length(len(X), len(y), "X, y_noisy")
+    mode = check_mode(mode, allow_none=True)
+    cv = check_folds(cv)
+    r = np.zeros(len(y)) if rho is None or mode == "none" else check_rho(rho, len(y))
+    score_mode = "backward" if rho is None or mode == "none" else mode
+    losses = np.zeros(len(lams))
+    for train, val in StratifiedKFold(cv, shuffle=True, random_state=random_state).split(X, y):
+        for j, lam in enumerate(lams):
+            model = CorrectedLogisticRegression(mode=score_mode, lam=lam, rho=None, rho_max=None)
+            model.fit(X[train], y[train], rho=r[train])
+            losses[j] += corrected_ce(X[val] @ model.coef_ + model.intercept_, y[val], r[val], score_mode) / cv
+    return float(lams[int(np.argmin(losses))]), losses
+
+
+class CorrectedGradientBoosting(_CorrectedClassifier):
+    """Newton boosting of regression trees on the corrected loss, with regularised leaves.
+
+    Each round grows a ``DecisionTreeRegressor`` on ``-g/h`` with sample weight ``h`` (``g, h`` from
+    ``losses.grad_hess``; the Fisher curvature in forward mode), which picks the splits of the
+    Newton gain ``G_L^2/H_L + G_R^2/H_R``. Every leaf value is then replaced by the regularised
+    Newton step of XGBoost and LightGBM, ``-G/(H + reg_lambda)`` over the leaf's instances, clipped
+    to ``[-max_delta_step, max_delta_step]`` when that is given; the round adds
+    ``learning_rate * tree`` and logits are clipped to +-20. The leaf L2 matters for the forward
+    correction: its Fisher curvature vanishes as ``p`` saturates, and the unregularised step
+    ``-G/H`` then explodes.
+
+    With ``validation_fraction`` (default 0.2) a stratified part of the noisy training data is held
+    out and the number of rounds is the one minimising the ``stopping`` loss on it:
+    ``"forward"`` (default), the forward-corrected CE, i.e. the likelihood of the noisy labels
+    under ``p~ = rho + (1 - 2 rho) p`` (bounded, a proper score of the noisy posterior), or
+    ``"backward"``, the backward-corrected CE, unbiased for the clean risk but with targets up to
+    +-4.5 and a large variance on small splits. Without correction both are plain noisy CE.
 
     Args:
         mode: ``"forward"`` (default: stable), ``"backward"`` or ``"none"``.
         n_estimators, learning_rate, max_depth, min_samples_leaf: the booster.
+        reg_lambda: leaf L2 strength, >= 0 (default 1, XGBoost's).
+        max_delta_step: largest absolute leaf value before the learning rate, > 0, or None (no limit).
         validation_fraction: held-out share for early stopping, or None for all rounds.
+        stopping: the held-out loss that picks the round, ``"forward"`` or ``"backward"``.
         rho, rho_max, random_state: as ``CorrectedLogisticRegression``.
 
     Attributes:
@@ -154,14 +222,18 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
     """
 
     def __init__(self, mode: str = "forward", n_estimators: int = 300, learning_rate: float = 0.05,
-                 max_depth: int = 3, min_samples_leaf: int = 20, validation_fraction: float | None = 0.2,
-                 rho="posterior", rho_max: float = RHO_MAX, random_state=None):
+                 max_depth: int = 3, min_samples_leaf: int = 20, reg_lambda: float = 1.0,
+                 max_delta_step: float | None = None, validation_fraction: float | None = 0.2,
+                 stopping: str = "forward", rho="posterior", rho_max: float = RHO_MAX, random_state=None):
         self.mode = mode
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
+        self.reg_lambda = reg_lambda
+        self.max_delta_step = max_delta_step
         self.validation_fraction = validation_fraction
+        self.stopping = stopping
         self.rho = rho
         self.rho_max = rho_max
         self.random_state = random_state
@@ -172,6 +244,13 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
             raise ValueError(f"n_estimators: expected an integer >= 1, got {self.n_estimators!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate: expected > 0, got {self.learning_rate!r}")
+        if not self.reg_lambda >= 0:
+            raise ValueError(f"reg_lambda: expected a leaf L2 strength >= 0, got {self.reg_lambda!r}")
+        if self.max_delta_step is not None and not self.max_delta_step > 0:
+            raise ValueError(f"max_delta_step: expected a number > 0 or None, got {self.max_delta_step!r}")
+        if self.stopping not in ("forward", "backward"):
+            raise ValueError(f"stopping: expected 'forward' or 'backward', got {self.stopping!r}")
+        stopping = self.stopping
         X, y, r, mode = self._fit_inputs(X, y_noisy, rho)
         if self.validation_fraction is None:
             train, val = np.arange(len(y)), np.arange(0)
@@ -180,20 +259,22 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
         target = np.clip(backward_target(y[train], r[train]).mean(), 1e-3, 1 - 1e-3)
         self.init_ = float(np.log(target / (1.0 - target)))
         f_train, f_val = np.full(len(train), self.init_), np.full(len(val), self.init_)
-        val_loss = [corrected_ce(f_val, y[val], r[val], "backward")] if len(val) else []
+        val_loss = [corrected_ce(f_val, y[val], r[val], stopping)] if len(val) else []
         rng = np.random.default_rng(self.random_state)
+        X_train, X_val = (np.ascontiguousarray(X[i], dtype=np.float32) for i in (train, val))  # the trees' dtype
         trees = []
         for _ in range(self.n_estimators):
             g, h = raw_grad_hess(f_train, y[train], r[train], mode)
             h = np.maximum(h, 1e-12)
             tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
                                          random_state=int(rng.integers(2**31)))
-            tree.fit(X[train], -g / h, sample_weight=h)
+            tree.fit(X_train, -g / h, sample_weight=h, check_input=False)
+            step = newton_leaves(tree, tree.tree_.apply(X_train), g, h, self.reg_lambda, self.max_delta_step)
             trees.append(tree)
-            f_train = np.clip(f_train + self.learning_rate * tree.predict(X[train]), -LOGIT_CLIP, LOGIT_CLIP)
+            f_train = np.clip(f_train + self.learning_rate * step, -LOGIT_CLIP, LOGIT_CLIP)
             if len(val):
-                f_val = np.clip(f_val + self.learning_rate * tree.predict(X[val]), -LOGIT_CLIP, LOGIT_CLIP)
-                val_loss.append(corrected_ce(f_val, y[val], r[val], "backward"))
+                f_val = np.clip(f_val + self.learning_rate * tree.tree_.predict(X_val)[:, 0], -LOGIT_CLIP, LOGIT_CLIP)
+                val_loss.append(corrected_ce(f_val, y[val], r[val], stopping))
         best = int(np.argmin(val_loss)) if len(val) else len(trees)
         self.validation_loss_ = np.asarray(val_loss)
         self.estimators_, self.n_estimators_ = trees[:best], best
