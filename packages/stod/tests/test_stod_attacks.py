@@ -1,6 +1,7 @@
 import pytest
 import torch
-from iclr26_stod import DirectEncoder, EncodedSNN, SpikingConvNet, fgsm, pgd, robust_accuracy
+from iclr26_stod import DirectEncoder, EncodedSNN, SpikingConvNet, apgd, fgsm, pgd, robust_accuracy
+from iclr26_stod.attacks import _apgd_checkpoints, dlr_loss
 from iclr26_stod.data import TensorBatches
 from torch import nn
 
@@ -101,3 +102,38 @@ def test_stod_model_runs_on_cuda():
     adv = pgd(model, x, y, 0.1, steps=2)
     assert adv.device.type == "cuda" and (adv - x).abs().max() <= 0.1 + 1e-6
     assert 0 <= gradient_temporal_collinearity(model, x, y) <= 1
+
+
+def test_apgd_reaches_the_linear_optimum_and_stays_in_the_ball():
+    torch.manual_seed(1)
+    W, b = torch.randn(2, 6), torch.randn(2)
+    model = Linear(W, b)
+    x, y = 0.2 + 0.6 * torch.rand(64, 1, 2, 3), torch.randint(0, 2, (64,))
+    eps = 0.1
+    adv = apgd(model, x, y, eps, steps=20, generator=torch.Generator().manual_seed(0))
+    assert (adv - x).abs().max() <= eps + 1e-6 and adv.min() >= 0 and adv.max() <= 1
+    # for a linear two-class model the loss is largest at FGSM's corner: APGD either fools the model
+    # (and returns that first misclassified iterate) or ends at that corner
+    ce, corner = torch.nn.functional.cross_entropy, fgsm(model, x, y, eps)
+    with torch.no_grad():
+        fooled = model(adv).argmax(1) != y
+        at_corner = ce(model(adv), y, reduction="none") >= ce(model(corner), y, reduction="none") - 1e-5
+    assert (fooled | at_corner).all() and fooled.any() and not fooled.all()
+
+
+def test_apgd_on_a_spiking_net_is_at_least_as_strong_as_its_start():
+    model, x = _snn(), torch.rand(32, 1, 8, 8)
+    with torch.no_grad():
+        y = model(x).argmax(1)  # every image starts correctly classified
+    adv = apgd(model, x, y, 0.2, steps=10, loss="ce")
+    assert (adv - x).abs().max() <= 0.2 + 1e-6
+    assert robust_accuracy(model, [(x, y)], lambda m, a, b: adv) < 1.0
+
+
+def test_dlr_loss_and_checkpoints():
+    z = torch.tensor([[3.0, 1.0, 0.0, -1.0]])
+    assert dlr_loss(z, torch.tensor([0])).item() == pytest.approx(-(3 - 1) / (3 - 0))
+    assert dlr_loss(2 * z + 5, torch.tensor([2])).item() == pytest.approx(dlr_loss(z, torch.tensor([2])).item())
+    assert _apgd_checkpoints(100) == [0, 22, 41, 57, 70, 80, 87, 93, 99]
+    with pytest.raises(ValueError, match="loss"):
+        apgd(Linear(torch.randn(2, 6), torch.randn(2)), torch.rand(2, 1, 2, 3), torch.tensor([0, 1]), 0.1, loss="cw")

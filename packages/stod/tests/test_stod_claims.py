@@ -5,15 +5,16 @@ from iclr26_stod.bench import CONFIGS, _claims
 SEEDS = [0, 1, 2]
 
 
-def _rows(stod_pgd, direct_pgd, at=False):
-    """Evaluated rows as ``run`` builds them, with the PGD-7 accuracies planted per seed."""
+def _rows(stod_pgd, direct_pgd, at=False, prefix=""):
+    """Evaluated rows as ``run`` builds them, with the PGD-7 accuracies planted per seed (``prefix``: the
+    convention's method prefix, e.g. ``"sibling:"``)."""
     suffix = "+AT" if at else ""
     rows = []
     for i, s in enumerate(SEEDS):
         common = {"seed": s, "at": at, "clean": 0.95, "fgsm@0.1": 0.5, "gtc_first_layer": 0.9}
-        rows.append({"method": "direct" + suffix, "pgd7@0.1": direct_pgd[i], "gtc_input": 0.95, **common})
+        rows.append({"method": prefix + "direct" + suffix, "pgd7@0.1": direct_pgd[i], "gtc_input": 0.95, **common})
         for name, gtc in (("stod_removed", 0.95), ("stod_kept", 0.93 - 0.001 * i)):
-            rows.append({"method": name + suffix, "pgd7@0.1": stod_pgd[i], "gtc_input": gtc, "gor_init": 3.4,
+            rows.append({"method": prefix + name + suffix, "pgd7@0.1": stod_pgd[i], "gtc_input": gtc, "gor_init": 3.4,
                          "gor_end": 2.5, "orthogonality_error": 1e-7, **common})
     return rows
 
@@ -22,25 +23,43 @@ def _claim(claims, name):
     return next(c for c in claims if c.name == name)
 
 
+def _quick(stod_pgd, direct_pgd, sibling=((0.5,) * 3, (0.5,) * 3)):
+    """``quick``'s claims on planted rows (the sibling convention's PGD-7 accuracies planted separately)."""
+    return _claims("quick", CONFIGS["quick"], _rows(stod_pgd, direct_pgd) + _rows(*sibling, prefix="sibling:"),
+                   SEEDS, {})
+
+
 def test_central_claim_is_paired_and_a_worse_method_fails_it():
     better, worse = [0.60, 0.62, 0.61], [0.50, 0.49, 0.52]
-    c = _claim(_claims("quick", CONFIGS["quick"], _rows(better, worse), SEEDS, {}), "stod_more_robust")
+    c = _claim(_quick(better, worse), "stod_more_robust")
     assert c.holds and c.per_seed["seeds"] == SEEDS and c.per_seed["wins"] == 3
     assert c.per_seed["values"] == pytest.approx([0.10, 0.13, 0.09])
-    swapped = _claim(_claims("quick", CONFIGS["quick"], _rows(worse, better), SEEDS, {}), "stod_more_robust")
+    swapped = _claim(_quick(worse, better), "stod_more_robust")
     assert not swapped.holds and swapped.measured == pytest.approx(-c.measured)
     # one lucky seed does not carry the claim: the interval includes zero
-    mixed = _claim(_claims("quick", CONFIGS["quick"], _rows([0.70, 0.45, 0.50], [0.50, 0.50, 0.50]), SEEDS, {}),
-                   "stod_more_robust")
+    mixed = _claim(_quick([0.70, 0.45, 0.50], [0.50, 0.50, 0.50]), "stod_more_robust")
     assert mixed.per_seed["wins"] == 1 and mixed.per_seed["low"] < 0 and not mixed.holds
+
+
+def test_each_convention_is_judged_on_its_own_models():
+    better, worse = [0.60, 0.62, 0.61], [0.50, 0.49, 0.52]
+    metrics = {}
+    claims = _claims("quick", CONFIGS["quick"], _rows(worse, better) + _rows(better, worse, prefix="sibling:"),
+                     SEEDS, metrics)
+    assert not _claim(claims, "stod_more_robust").holds
+    sibling = _claim(claims, "stod_more_robust_sibling")
+    assert sibling.holds and sibling.per_seed["values"] == pytest.approx([0.10, 0.13, 0.09])
+    assert metrics["sibling:stod_removed-sibling:direct.pgd7@0.1"] == pytest.approx(0.32 / 3)
+    assert metrics["stod_removed-direct.pgd7@0.1"] == pytest.approx(-0.32 / 3)
 
 
 def _full_claims(stod_at_pgd, direct_at_pgd):
     """``full``'s claims on planted rows: plain and AT models on every seed, two radii, rate encoding."""
-    rows = _rows([0.60] * 3, [0.55] * 3) + _rows(stod_at_pgd, direct_at_pgd, at=True)
+    rows = (_rows([0.60] * 3, [0.55] * 3) + _rows(stod_at_pgd, direct_at_pgd, at=True)
+            + _rows([0.5] * 3, [0.5] * 3, prefix="sibling:"))
     for r in rows:
         r["fgsm@0.05"], r["pgd7@0.05"] = r["fgsm@0.1"], r["pgd7@0.1"]
-    rows += [{**r, "method": "rate", "clean": 0.93} for r in rows if r["method"] == "direct"]
+    rows += [{**r, "method": "rate", "clean": 0.93} for r in rows if r["method"] == "direct" and r["seed"] == 0]
     return {c.name: c for c in _claims("full", CONFIGS["full"], rows, SEEDS, {})}
 
 

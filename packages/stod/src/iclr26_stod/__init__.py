@@ -1,7 +1,7 @@
 """STOD: Gradient Temporal Collinearity and Structured Temporal Orthogonal Decorrelation for spiking networks."""
 from importlib.metadata import version as _version
 
-from .attacks import accuracy, fgsm, pgd, robust_accuracy, transfer_attack
+from .attacks import accuracy, apgd, fgsm, pgd, robust_accuracy, transfer_attack
 from .data import DatasetNotFoundError, ImageData, TensorBatches, load_images
 from .encoding import (
     PFD,
@@ -31,7 +31,7 @@ __all__ = [
     "RiemannianSGD", "riemannian_gradient", "qr_retraction", "orthogonality_error",
     "SpikingConvNet", "SpikingVGG11", "EncodedSNN", "build_model", "load_model",
     "gradient_temporal_collinearity", "per_step_gradients", "collinearity_matrix", "gtc_hessian_bound",
-    "fgsm", "pgd", "transfer_attack", "robust_accuracy", "accuracy",
+    "fgsm", "pgd", "transfer_attack", "robust_accuracy", "accuracy", "apgd",
     "fit", "History", "kernel_path",
     "load_images", "ImageData", "TensorBatches", "DatasetNotFoundError",
 ]

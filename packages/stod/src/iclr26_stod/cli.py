@@ -6,6 +6,7 @@ Every command writes fixed file names into the ``--out`` folder: ``fit`` -> ``mo
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -33,7 +34,8 @@ from .gtc import gradient_temporal_collinearity
 from .models import build_model, load_model
 from .train import fit
 
-ATTACKS = ("clean", "fgsm", "pgd")
+ATTACKS = ("clean", "fgsm", "pgd", "apgd-ce", "apgd-dlr")
+DEFAULT_ATTACKS = ["clean", "fgsm", "pgd"]
 
 
 def _floats(text: str) -> list[float]:
@@ -79,7 +81,8 @@ def cmd_fit(args) -> int:
         val = TensorBatches(data.x_test, data.y_test, 512, device=device)
         history = fit(model, loader, epochs=args.epochs, lr=args.lr, kernel_lr=args.kernel_lr, adv_train=args.adv,
                       eps_train=args.eps_train if args.adv else None, val_loader=val, track_gtc=args.track_gtc,
-                      device=str(device), seed=args.seed, dist=dist)
+                      device=str(device), seed=args.seed, dist=dist,
+                      progress=functools.partial(progress, desc="epochs", quiet=args.quiet or not dist.is_main))
         config = {"model": model_kw, "dataset": args.dataset, "seed": args.seed, "epochs": args.epochs,
                   "lr": args.lr, "kernel_lr": args.kernel_lr, "adv": args.adv, "eps_train": args.eps_train}
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
@@ -116,23 +119,24 @@ def cmd_evaluate(args) -> int:
     draws = args.draws if args.draws is not None else (5 if is_rate else 1)
     variants = [("kernels removed", False), ("kernels kept", True)] if is_stod else [(cfg["model"]["encoding"], None)]
     source = _load_checkpoint("--blackbox", args.blackbox, device)[0] if args.blackbox else None
+    transfers = [f"transfer-{a}" for a in args.attacks if a != "clean"] if source is not None else []
+    cells = [(label, keep, attack, eps) for label, keep in variants for attack in [*args.attacks, *transfers]
+             for eps in ([0.0] if attack == "clean" else args.eps)]
     results = []
-    for label, keep in progress(variants, desc="deployments", quiet=args.quiet):
+    for label, keep, attack, eps in progress(cells, desc="attacks", quiet=args.quiet):
         if keep is not None:
             model.encoder.keep_kernels = keep
-        for attack in args.attacks:
-            for eps in [0.0] if attack == "clean" else args.eps:
-                kw = {} if attack == "clean" else {"eps": eps}
-                if attack == "pgd":
-                    kw["steps"] = args.pgd_steps
-                acc = robust_accuracy(model, loader, attack, draws=draws, **kw)
-                results.append({"model": label, "attack": attack, "eps": eps, "accuracy": acc})
-            if source is not None and attack != "clean":
-                for eps in args.eps:
-                    kw = {"steps": args.pgd_steps} if attack == "pgd" else {}
-                    x_adv = transfer_attack(source, model, x, y, eps, attack=attack, **kw)
-                    results.append({"model": label, "attack": f"transfer-{attack}", "eps": eps,
-                                    "accuracy": accuracy(model, x_adv, y)})
+        kw = {} if attack == "clean" else {"eps": eps}
+        if attack.endswith("pgd"):
+            kw["steps"] = args.pgd_steps
+        elif "apgd" in attack:
+            kw["steps"] = args.apgd_steps
+        if attack.startswith("transfer-"):
+            x_adv = transfer_attack(source, model, x, y, attack=attack.removeprefix("transfer-"), **kw)
+            acc = accuracy(model, x_adv, y)
+        else:
+            acc = robust_accuracy(model, loader, attack, draws=draws, **kw)
+        results.append({"model": label, "attack": attack, "eps": eps, "accuracy": acc})
     print(f"{'model':18s} {'attack':16s} {'eps':>7s} {'accuracy':>9s}")
     for r in results:
         print(f"{r['model']:18s} {r['attack']:16s} {r['eps']:7.4g} {r['accuracy']:9.4f}")
@@ -188,9 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", aliases=["eval"], parents=[common_options()],
                        help="accuracy under clean/FGSM/PGD (and transfer) attacks; writes evaluation.json")
     e.add_argument("model", type=existing_file, help="model.pt written by fit")
-    e.add_argument("--attacks", type=_attacks, default=list(ATTACKS), help="comma-separated: clean, fgsm, pgd")
+    e.add_argument("--attacks", type=_attacks, default=DEFAULT_ATTACKS,
+                   help=f"comma-separated among {', '.join(ATTACKS)} (default: clean,fgsm,pgd)")
     e.add_argument("--eps", type=_floats, default=[0.05, 0.1], help="comma-separated radii in pixel scale")
     e.add_argument("--pgd-steps", type=int, default=7)
+    e.add_argument("--apgd-steps", type=int, default=100, help="iterations of APGD-CE/DLR")
     e.add_argument("--draws", type=int, default=None, help="repetitions to average (default: 5 for rate, else 1)")
     e.add_argument("--blackbox", type=existing_file, default=None, help="source model.pt for transfer attacks")
     e.add_argument("--n-test", type=int, default=None, help="evaluate the first N test images only")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -95,7 +95,7 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         eps_train: float | None = None, adv_mix: float = 1.0, adv_path: Literal["deployed", "train"] = "deployed",
         pgd_steps: int = 7, val_loader: Iterable[tuple[Tensor, Tensor]] | None = None, track_gtc: bool = False,
         optimizer: Literal["adam", "sgd"] = "adam", per_step_ce: bool = False, device: str = "auto",
-        seed: int = 0, dist: DistributedContext | None = None) -> History:
+        seed: int = 0, dist: DistributedContext | None = None, progress: Callable | None = None) -> History:
     """Trains ``model`` in place with Adam or SGD (lr) and, for PFD kernels, ``RiemannianSGD`` (kernel_lr).
 
     The loss is CE + λ_O·L_O where λ_O is the encoder's ``lambda_gor`` (0 for non-STOD encoders); CE is
@@ -118,6 +118,8 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
             the loss is weighted by the shard's share, so a step equals the one-process step on the global
             batch (exactly for deterministic encoders and FGSM; rate draws and PGD starts differ) and the
             history holds the global means. Nothing is written; rank 0 saves (``dist.save``).
+        progress: wraps the range of epochs (a progress-bar function such as ``iclr26_shared.cli.progress``;
+            ``None``: no bar).
 
     Returns:
         The ``History``.
@@ -154,7 +156,7 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
         optimizers.append(RiemannianSGD(kernels, lr=kernel_lr))
     history = History()
     with global_batch_norm(model) if world > 1 else contextlib.nullcontext():
-        for _ in range(epochs):
+        for _ in range(epochs) if progress is None else progress(range(epochs)):
             sums = {"loss": 0.0, "ce": 0.0, "gor": 0.0, "acc": 0.0}
             n = 0
             for x, y in train_loader:
