@@ -7,7 +7,7 @@ test compares) and ``rank`` (``"0"``, ``"1"``, ...), and every file it creates o
 by an audit hook::
 
     one, two = one_and_two_ranks(tmp_path, BODY)
-    assert two.writes["1"] == []            # rank 1 wrote nothing under --out
+    assert_only_rank0_wrote(one, two, ["model.pt"])
     assert two.logs["history.json"] == pytest.approx(one.logs["history.json"])
 """
 from __future__ import annotations
@@ -78,3 +78,13 @@ def one_and_two_ranks(tmp_path: pathlib.Path, body: str, nproc: int = 2, timeout
         writes = {k[len("writes-rank"):-len(".json")]: files.pop(k) for k in list(files) if k.startswith("writes-rank")}
         launches.append(Launch(out, writes, files))
     return launches[0], launches[1]
+
+
+def assert_only_rank0_wrote(one: Launch, many: Launch, files: list[str]) -> None:
+    """Both launches left exactly ``files`` under ``--out``; in ``many`` every rank but 0 wrote nothing there."""
+    assert set(one.writes) == {"0"}, one.writes
+    assert len(many.writes) > 1 and set(many.writes) == {str(r) for r in range(len(many.writes))}, many.writes
+    assert all(not w for rank, w in many.writes.items() if rank != "0"), many.writes
+    assert all(any(name in w for w in many.writes["0"]) for name in files), many.writes["0"]
+    for launch in (one, many):
+        assert sorted(p.name for p in launch.out.iterdir()) == sorted(files), launch.out
