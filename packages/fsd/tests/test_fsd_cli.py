@@ -51,6 +51,11 @@ def test_cli_round_trip(tmp_path, capsys):
     assert main(["predict", "--model", str(model), "--image", str(model), "--instruction", "x",
                  "--out", str(tmp_path / "bad")]) == 2
     assert capsys.readouterr().err.startswith("error: --image: expected a PNG image")
+    with pytest.raises(SystemExit) as exit_info:  # a missing file is refused at parse time, naming the option
+        main(["predict", "--model", str(model), "--image", str(tmp_path / "missing.png"), "--instruction", "x"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --image: expected an existing file") and "missing.png" in err and "\n" not in err
     assert not (tmp_path / "bad").exists()
 
 

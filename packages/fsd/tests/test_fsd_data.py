@@ -45,3 +45,23 @@ def test_load_jsonl_missing_files(tmp_path):
     (tmp_path / "d.jsonl").write_text(_record(image="missing.png") + "\n")
     with pytest.raises(FileNotFoundError, match="missing.png"):
         load_jsonl(tmp_path / "d.jsonl", tmp_path)
+
+
+def test_single_object_grounding_shows_the_named_object_alone():
+    from iclr26_fsd import TableTop2D
+    from iclr26_fsd.env import CURRICULUM
+
+    env = TableTop2D("train", 1, seed=4)  # one scene of 3-5 objects
+    batch = env.sample_tasks(12, ("level0",), [1.0], rng=np.random.default_rng(0))
+    for img, prompt, target in zip(batch.images, batch.prompts, batch.targets, strict=True):
+        name = " ".join(prompt[2:])
+        i = 0
+        assert target[:len(name.split()) + 2] == ["<ref>", *name.split(), "</ref>"]
+        x1, y1, x2, y2 = (int(t[2:-1]) for t in target[-5:-1])  # 64 bins: one per pixel
+        inside = np.zeros((64, 64), dtype=bool)
+        inside[y1:y2 + 1, x1:x2 + 1] = True
+        differs = np.any(img != env.images[i], axis=-1)
+        assert differs[inside].mean() < 0.1  # the named object is drawn as in the full scene (a neighbour may touch)
+        assert differs[~inside].sum() > 40  # the other objects (at least 2) are gone
+    first = CURRICULUM[0][1]
+    assert max(first, key=first.get) == "level0" and first["level3"] == 0  # grounding before visual aids

@@ -132,3 +132,18 @@ def test_a_constant_average_trace_fails_the_floors(train_env):
 
     r = evaluate(MeanAids(train_env), TableTop2D("test_iid", 100, seed=4), "default")
     assert r["success_rate"] < 0.05 and r["point_accuracy"] < 0.6 and r["start_error"] > 40
+
+
+@pytest.mark.parametrize("arm", ["default", "alt"])
+def test_grasp_module_executes_box_and_points_not_the_trace(train_env, arm):
+    import dataclasses
+
+    arm = Arm.named(arm)
+    strict = VisualAidController(arm, train_env.camera)
+    grasp = VisualAidController(arm, train_env.camera, grasp_module=True)
+    for scene, aids in list(zip(train_env.scenes, train_env.aids))[:60]:
+        wrong_trace = dataclasses.replace(aids, trace=tuple(reversed(aids.trace)))  # starts at the goal
+        assert not strict.execute(scene, wrong_trace).success
+        assert grasp.execute(scene, wrong_trace).success  # grasps at the SrCoT box, places at the points
+        far = tuple((min(1000, x + 300), y) for x, y in aids.points)
+        assert not grasp.execute(scene, dataclasses.replace(aids, points=far)).success

@@ -30,7 +30,10 @@ def test_constrained_decoding_never_emits_an_illegal_token(env):
             assert auto.allowed[state, t], (seq, tok)
             state = auto.step[state, t]
         assert seq[-1] == EOS and state == auto.final
-        assert len(tokens_to_aids(seq, model.vocab).trace) == 8
+        aids = tokens_to_aids(seq, model.vocab)
+        assert len(aids.trace) == 8
+        for box in (aids.box, *(b for _, b in aids.refs)):  # never inverted, though sampling is near uniform
+            assert box[0] <= box[2] and box[1] <= box[3], (seq, box)
 
 
 def test_kv_cached_decoding_matches_full_forward(env):
@@ -118,7 +121,7 @@ def test_automaton_without_cot_starts_with_the_answer():
 def test_patch_code_and_coordinate_readout_name_the_same_pixels():
     model = FSDTiny(seed=0, d_model=48, n_layers=1, n_heads=4, d_mlp=32)
     net, half = model.net, 24
-    code = net.coord_code[:, :half]  # (64 bins, d/2): the code of each pixel column/row
+    code = net.coord_code  # (64 bins, d/2): the code of each pixel column/row
     for patch in range(64):
         row, col = divmod(patch, 8)
         x_code, y_code = net.vis_code[0, patch, :half], net.vis_code[0, patch, half:]
@@ -126,6 +129,14 @@ def test_patch_code_and_coordinate_readout_name_the_same_pixels():
         assert int(torch.argmax(code @ y_code)) in (8 * row + 3, 8 * row + 4)  # the patch's centre row (y down)
     h = torch.randn(3, 48)
     lo = model.vocab.stoi["<c0>"]
-    extra = net.logits(h) - net.head(net.ln_f(h))
-    assert torch.allclose(extra[:, lo:lo + 64], h @ net.coord_code.T, atol=1e-5)
+    axis = torch.tensor([0, 1, 0])
+    extra = net.logits(h, axis) - net.head(net.ln_f(h))
+    assert torch.allclose(extra[[0, 2], lo:lo + 64], h[[0, 2], :half] @ code.T, atol=1e-5)  # x reads x only
+    assert torch.allclose(extra[1, lo:lo + 64], h[1, half:] @ code.T, atol=1e-5)  # y reads y only
     assert torch.count_nonzero(extra[:, :lo]) == 0 and torch.count_nonzero(extra[:, lo + 64:]) == 0
+    # the y half never moves an x logit (the leak of the old [code(k); code(k)] readout)
+    h2 = h.clone()
+    h2[:, half:] += 5 * torch.randn(3, half)
+    moved = net.logits(h2, axis) - net.logits(h, axis) - (net.head(net.ln_f(h2)) - net.head(net.ln_f(h)))
+    assert torch.allclose(moved[[0, 2], lo:lo + 64], torch.zeros(2, 64), atol=1e-4)
+    assert not torch.allclose(moved[1, lo:lo + 64], torch.zeros(64), atol=1e-2)

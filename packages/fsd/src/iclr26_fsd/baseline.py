@@ -76,7 +76,7 @@ class DirectActionPolicy(TokenPolicy):
         targets = self._targets(env.expert_joints)
         prompts = [t.split() for t in env.instructions]
 
-        def sample(n, rng):
+        def sample(n, rng, step):
             idx = rng.integers(len(env), size=n)
             return env.images[idx], [prompts[i] for i in idx], [targets[i] for i in idx]
 

@@ -72,15 +72,26 @@ class VisualAidController:
     """Follows FSD's object-centric visual trace with a given arm and camera calibration.
 
     The 8 trace waypoints (normalised image coordinates) go through ``Hcam^-1`` to the table, then
-    through the arm's IK; only this controller knows the embodiment.
+    through the arm's IK; only this controller knows the embodiment. With ``grasp_module`` (the paper's
+    SimplerEnv pipeline, which picks with a grasp module and places with the affordance points) the arm
+    grasps at the centre of the SrCoT box grounding the instructed object (the trace start when the output
+    has none) and carries it straight to the mean affordance point; the trace is not used.
     """
 
     arm: Arm
     camera: Camera
+    grasp_module: bool = False
 
     def trace_to_table(self, aids: VisualAids) -> np.ndarray:
         """(8, 2) table coordinates of the trace waypoints."""
         return self.camera.norm_to_table(np.asarray(aids.trace, dtype=np.float64))
+
+    def grasp_path(self, aids: VisualAids, target: str) -> np.ndarray:
+        """The grasp module's (8, 2) table path: grounded box centre of ``target`` -> mean affordance point."""
+        boxes = [np.asarray(b, dtype=np.float64) for name, b in aids.refs if name == target]
+        start = (boxes[0][:2] + boxes[0][2:]) / 2 if boxes else np.asarray(aids.trace[0], dtype=np.float64)
+        ends = self.camera.norm_to_table(np.stack([start, np.mean(np.asarray(aids.points, dtype=np.float64), 0)]))
+        return ends[0] + np.linspace(0.0, 1.0, TRACE_LENGTH)[:, None] * (ends[1] - ends[0])
 
     def execute(self, scene: Scene, aids: VisualAids | None, instruction: str | None = None) -> EpisodeResult:
         """Runs one episode; ``aids=None`` (unparsable output) is a failed episode, never skipped.
@@ -91,7 +102,11 @@ class VisualAidController:
             return EpisodeResult(False, "parse_failure")
         if len(aids.trace) != TRACE_LENGTH:
             return EpisodeResult(False, "bad_trace")
-        xy = self.trace_to_table(aids)
+        if self.grasp_module:
+            target = (scene.instruction if instruction is None else parse_instruction(instruction)).target
+            xy = self.grasp_path(aids, target)
+        else:
+            xy = self.trace_to_table(aids)
         if not np.all(self.arm.reachable(xy)):
             return EpisodeResult(False, "unreachable")
         return execute_joints(scene, self.arm.ik(xy), self.arm, instruction)

@@ -2,6 +2,8 @@
 
 Tasks (hierarchical, weak-to-strong, plus self-consistency), each a (prompt, target) token pair:
 
+- ``level0``: single-object grounding (the scene re-rendered with the named object alone, ``find the red
+  square`` -> its box): where a coordinate token points, before any name has to be bound to an object;
 - ``level1``: grounding (``find the red square`` -> ``<ref> red square </ref> <box> .. </box>``) and region
   captioning (``what is in <box> .. </box>`` -> ``<ref> .. </ref>``);
 - ``level2``: spatial-relation QA (``is the a left of the b`` -> ``yes``/``no``) and relation-graph
@@ -13,7 +15,7 @@ Tasks (hierarchical, weak-to-strong, plus self-consistency), each a (prompt, tar
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,8 +36,16 @@ from .scene import (
 from .tokens import Vocab, aids_to_tokens, relation_token
 
 SPLITS = ("train", "test_iid", "test_compositional")
-TASKS = ("level1", "level2", "level3", "consistency")
-MIXTURE = {"level1": 0.15, "level2": 0.15, "level3": 0.55, "consistency": 0.15}
+TASKS = ("level0", "level1", "level2", "level3", "consistency")
+MIXTURE = {"level0": 0.0, "level1": 0.15, "level2": 0.15, "level3": 0.55, "consistency": 0.15}
+CURRICULUM = (
+    (0.25, {"level0": 0.6, "level1": 0.2, "level2": 0.0, "level3": 0.0, "consistency": 0.2}),
+    (0.25, {"level0": 0.1, "level1": 0.4, "level2": 0.3, "level3": 0.0, "consistency": 0.2}),
+    (0.5, MIXTURE),
+)
+"""FSD's staged, weak-to-strong data as a schedule: (fraction of the steps, task weights). Single-object
+grounding first, then multi-object grounding and relations, then the full mixture with SrCoT + visual aids
+(points and traces); point reading (``consistency``) throughout."""
 
 
 @dataclass
@@ -112,6 +122,7 @@ class TableTop2D:
         self.instructions = [s.instruction.text for s in self.scenes]
         self.aids = [ground_truth_aids(s, self.camera) for s in self.scenes]
         arm = Arm.default()
+        self._single: dict[tuple[int, int], np.ndarray] = {}  # level0 images, rendered when first drawn
         self.expert_joints = np.stack([arm.ik(self.camera.norm_to_table(np.asarray(a.trace, dtype=float)))
                                        for a in self.aids])
 
@@ -158,6 +169,15 @@ class TableTop2D:
 
     def _box_tokens(self, table_box: np.ndarray, vocab: Vocab) -> list[str]:
         return ["<box>", *[vocab.coord(v) for v in self.camera.table_box_to_norm(table_box)], "</box>"]
+
+    def _level0(self, i, rng, vocab, cot):
+        scene = self.scenes[i]
+        j = int(rng.integers(len(scene.objects)))
+        obj = scene.objects[j]
+        if (i, j) not in self._single:
+            self._single[i, j] = self.render(replace(scene, objects=(obj,), plate=None))
+        return (self._single[i, j], ["find", "the", *obj.name.split()],
+                ["<ref>", *obj.name.split(), "</ref>", *self._box_tokens(obj.extent(), vocab)])
 
     def _level1(self, i, rng, vocab, cot):
         scene = self.scenes[i]

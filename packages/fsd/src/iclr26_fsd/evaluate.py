@@ -68,7 +68,7 @@ def aid_quality(aids: list[VisualAids | None], env: TableTop2D) -> dict[str, flo
             "box_iou": float(np.mean([box_iou(aids[i].box, env.aids[i].box) for i in ok]))}
 
 
-def evaluate(policy, env: TableTop2D, arm: Arm | str = "default", plans=None) -> dict:
+def evaluate(policy, env: TableTop2D, arm: Arm | str = "default", plans=None, grasp_module: bool = False) -> dict:
     """Executes ``policy`` on every scene of ``env`` with ``arm``; returns the rates and, for aids, their quality.
 
     Args:
@@ -76,6 +76,7 @@ def evaluate(policy, env: TableTop2D, arm: Arm | str = "default", plans=None) ->
         env: the split.
         arm: an ``Arm`` or ``"default"``/``"alt"``.
         plans: precomputed ``policy.plan(env)`` (to execute one prediction with several arms).
+        grasp_module: execute visual aids with the grasp module (box + affordance points) instead of the trace.
 
     Returns:
         ``{"success_rate", "parse_fail_rate", "n", "reasons": {reason: count}, ...}`` plus ``aid_quality``
@@ -87,7 +88,7 @@ def evaluate(policy, env: TableTop2D, arm: Arm | str = "default", plans=None) ->
         results = [execute_joints(s, q, arm) for s, q in zip(env.scenes, plans, strict=True)]
         extra: dict = {}
     else:
-        ctrl = VisualAidController(arm, env.camera)
+        ctrl = VisualAidController(arm, env.camera, grasp_module)
         results = [ctrl.execute(s, a) for s, a in zip(env.scenes, plans, strict=True)]
         extra = aid_quality(plans, env)
     reasons = Counter(r.reason for r in results)

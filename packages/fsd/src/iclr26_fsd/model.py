@@ -1,7 +1,7 @@
 """``FSDTiny``: a small vision-language model trained from scratch that emits SrCoT and FSD's visual aids.
 
-Training: teacher-forced cross-entropy on the output tokens over the task mixture of ``env.MIXTURE``
-(AdamW, cosine learning rate after a short linear warm-up, no label smoothing). Decoding: greedy (or
+Training: teacher-forced cross-entropy on the output tokens over the staged task mixture of
+``env.CURRICULUM`` (AdamW, cosine learning rate after a short linear warm-up, no label smoothing). Decoding: greedy (or
 sampled) with grammar-constrained masking, batched, the prefix encoded once and a key/value cache for
 the output tokens.
 """
@@ -17,13 +17,24 @@ import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path
 
-from .env import MIXTURE, TASKS, TableTop2D, referring_prompt
+from .env import CURRICULUM, TASKS, TableTop2D, referring_prompt
 from .grammar import ParseError, VisualAids
 from .network import NetConfig, PrefixLM
 from .scene import parse_instruction
-from .tokens import BOS, EOS, PAD, Automaton, Vocab, aids_automaton, referring_automaton, tokens_to_aids
+from .tokens import (
+    BOS,
+    EOS,
+    PAD,
+    Automaton,
+    Vocab,
+    aids_automaton,
+    bin_value,
+    grounding_automaton,
+    referring_automaton,
+    tokens_to_aids,
+)
 
-SampleFn = Callable[[int, np.random.Generator], tuple[np.ndarray, list[list[str]], list[list[str]]]]
+SampleFn = Callable[[int, np.random.Generator, int], tuple[np.ndarray, list[list[str]], list[list[str]]]]
 
 
 def check_images(images, size: int) -> np.ndarray:
@@ -122,7 +133,7 @@ class TokenPolicy:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             for step in (progress(range(steps)) if progress else range(steps)):
-                loss = self._loss(*sample(batch_size, rng))
+                loss = self._loss(*sample(batch_size, rng, step))
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
@@ -147,6 +158,9 @@ class TokenPolicy:
         if automaton is not None:
             allowed = torch.from_numpy(automaton.allowed).to(self.device)
             step_to = torch.from_numpy(automaton.step).to(self.device)
+            ordered = torch.from_numpy(automaton.ordered).to(self.device)
+            token_ids = torch.arange(len(self.vocab), device=self.device)
+            lo = self.config.coord_start
             max_len = min(automaton.max_length, self.config.max_out)
         else:
             free = torch.ones(len(self.vocab), dtype=torch.bool, device=self.device)
@@ -163,7 +177,13 @@ class TokenPolicy:
             seq = []
             for pos in range(max_len):
                 logits = self.net.step(cache, tok, pos)
-                legal = allowed[state] if automaton is not None else free.expand(b, -1).clone()
+                if automaton is not None:
+                    legal = allowed[state]
+                    if pos >= 2:  # a box's x2 / y2 is not below its x1 / y1 (token ids of coordinates ascend)
+                        below = (token_ids[None] >= lo) & (token_ids[None] < seq[-2][:, None])
+                        legal = legal & ~(below & ordered[state][:, None])
+                else:
+                    legal = free.expand(b, -1).clone()
                 if automaton is None:
                     legal[done] = False
                     legal[done, pad] = True
@@ -232,10 +252,12 @@ class FSDTiny(TokenPolicy):
         History: ``{"loss": [per step], "seconds": [cumulative]}``; ``callback(step, mean_loss)`` every ``log_every``.
         """
         self._check_env(env)
-        weights = [MIXTURE[t] for t in self.tasks]
+        ends = np.cumsum([f for f, _ in CURRICULUM]) * steps
+        weights = [[w[t] for t in self.tasks] for _, w in CURRICULUM]
 
-        def sample(n, rng):
-            b = env.sample_tasks(n, self.tasks, weights, cot=self.cot, vocab=self.vocab, rng=rng)
+        def sample(n, rng, step):
+            stage = min(int(np.searchsorted(ends, step, side="right")), len(ends) - 1)
+            b = env.sample_tasks(n, self.tasks, weights[stage], cot=self.cot, vocab=self.vocab, rng=rng)
             return b.images, b.prompts, b.targets
 
         return self._train(sample, steps, batch_size, lr, weight_decay, log_every, progress, callback)
@@ -286,6 +308,13 @@ class FSDTiny(TokenPolicy):
                 if name == targets[i]:
                     chosen[i] = cand[i]
         return [c if c is not None else g for c, g in zip(chosen, greedy, strict=True)]
+
+    def ground(self, images, names: Sequence[str]) -> np.ndarray:
+        """The grounding task (``find the <name>``): the decoded box of each named object, (N, 4) normalised."""
+        images = check_images(images, self.config.image_size)
+        outs = self._decode(images, [["find", "the", *n.split()] for n in names], grounding_automaton(self.vocab))
+        return np.array([[bin_value(int(t[2:-1]), self.vocab.coord_bins) for t in o if t.startswith("<c")]
+                         for o in outs], dtype=np.float64)
 
     def refer(self, images, points) -> list[str]:
         """The referring task: the name of the object at each normalised image point (N, 2)."""

@@ -6,8 +6,11 @@ Sequence = [64 visual tokens; prompt tokens; output tokens]. Attention is bidire
 Coordinates are anchored to pixels by one shared sinusoidal code (``position_code``): each visual token
 carries the code of its patch centre (x in the first half of the channels, y in the second) beside its
 learned position embedding, and the logit of coordinate token ``<ck>`` gets the extra term
-``h . [code(k); code(k)]`` (a tied readout). Copying a patch's code to an output then already names that
-patch's coordinate. Without it a model trained from scratch memorises positions per image instead of
+``h_x . code(k)`` at an x coordinate and ``h_y . code(k)`` at a y coordinate (a tied readout per axis;
+``h_x``, ``h_y`` = the first and second half of the hidden state). Copying a patch's code to an output then
+already names that patch's coordinate on the right axis, and y never leaks into an x logit. Coordinates
+always come in ``x, y`` pairs, so the axis of an output position is the parity of the coordinate tokens
+before it. Without it a model trained from scratch memorises positions per image instead of
 learning to read them (see the package README, "Why the coordinates were at chance").
 """
 from __future__ import annotations
@@ -105,10 +108,11 @@ class PrefixLM(nn.Module):
         self.register_buffer("vis_code", code.reshape(1, n_vis, d), persistent=False)
         # coordinate bin k covers pixels [k S/B, (k+1) S/B); its centre in patch units:
         centre = ((torch.arange(cfg.coord_bins) + 0.5) * cfg.image_size / max(cfg.coord_bins, 1)) / PATCH - 0.5
-        self.register_buffer("coord_code", position_code(centre, half).repeat(1, 2), persistent=False)
+        self.register_buffer("coord_code", position_code(centre, half), persistent=False)  # (bins, d/2)
         self.prompt_pos = nn.Parameter(torch.randn(1, cfg.max_prompt, d) * 0.02)
         self.out_pos = nn.Parameter(torch.randn(1, cfg.max_out, d) * 0.02)
         self.tok = nn.Embedding(cfg.vocab_size, d)
+        nn.init.normal_(self.tok.weight, std=0.02)  # unit-variance embeddings would swamp the patch codes
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, cfg.vocab_size)
@@ -143,18 +147,29 @@ class PrefixLM(nn.Module):
         mask = causal[None, None] & valid[:, None, None, :]
         for blk in self.blocks:
             x, _ = blk(x, mask)
-        return self.logits(x[:, n_pre:])
+        return self.logits(x[:, n_pre:], self.is_coord(out_in).cumsum(1) % 2)
 
-    def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """Final hidden states (..., d) -> logits (..., V): the linear head plus the tied coordinate readout."""
+    def is_coord(self, ids: torch.Tensor) -> torch.Tensor:
+        """Whether each token id is a coordinate token (same shape, bool)."""
+        lo = self.cfg.coord_start
+        return (ids >= lo) & (ids < lo + self.cfg.coord_bins)
+
+    def logits(self, h: torch.Tensor, axis: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (..., d) -> logits (..., V): the linear head plus the tied coordinate readout.
+
+        ``axis`` (...) is 0 where the next coordinate would be an x, 1 where it would be a y.
+        """
         out = self.head(self.ln_f(h))
         lo, n = self.cfg.coord_start, self.cfg.coord_bins
         if n == 0:
             return out
-        return torch.cat([out[..., :lo], out[..., lo:lo + n] + h @ self.coord_code.T, out[..., lo + n:]], -1)
+        half = h.shape[-1] // 2
+        read = torch.where(axis[..., None] == 0, h[..., :half] @ self.coord_code.T, h[..., half:] @ self.coord_code.T)
+        return torch.cat([out[..., :lo], out[..., lo:lo + n] + read, out[..., lo + n:]], -1)
 
     def encode(self, images: torch.Tensor, prompt: torch.Tensor, prompt_mask: torch.Tensor) -> dict:
-        """Runs the prefix once; returns the cache ``{"kv": [(k, v) per layer], "valid": (B, n_pre) bool}``."""
+        """Runs the prefix once; returns the cache ``{"kv": [(k, v) per layer], "valid": (B, n_pre) bool,
+        "coords": (B,) coordinate tokens fed so far}``."""
         x = self.prefix(images, prompt)
         valid = self._keys_valid(prompt_mask)
         mask = valid[:, None, None, :].expand(-1, 1, x.shape[1], -1)
@@ -162,7 +177,7 @@ class PrefixLM(nn.Module):
         for blk in self.blocks:
             x, layer_kv = blk(x, mask)
             kv.append(layer_kv)
-        return {"kv": kv, "valid": valid}
+        return {"kv": kv, "valid": valid, "coords": torch.zeros(x.shape[0], dtype=torch.long, device=x.device)}
 
     def step(self, cache: dict, token: torch.Tensor, position: int) -> torch.Tensor:
         """Feeds output token ids (B,) at output ``position``; returns next-token logits (B, V); extends the cache."""
@@ -172,4 +187,5 @@ class PrefixLM(nn.Module):
         for j, blk in enumerate(self.blocks):
             x, cache["kv"][j] = blk(x, mask, cache["kv"][j])
         cache["valid"] = valid
-        return self.logits(x[:, 0])
+        cache["coords"] = cache["coords"] + self.is_coord(token)
+        return self.logits(x[:, 0], cache["coords"] % 2)

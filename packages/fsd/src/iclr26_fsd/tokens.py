@@ -171,18 +171,21 @@ class Automaton:
     """A deterministic automaton over token ids for grammar-constrained decoding.
 
     ``allowed[s]`` is the boolean mask of legal tokens in state ``s``, ``step[s, t]`` the next state;
-    ``final`` is the state after ``<eos>`` (decoding stops there).
+    ``final`` is the state after ``<eos>`` (decoding stops there); ``ordered[s]``: the coordinate chosen in
+    state ``s`` is a box's ``x2`` or ``y2`` and must not be below the coordinate two tokens earlier
+    (``x1`` / ``y1``), so a decoded box is never inverted (the decoder applies it; a fixed automaton cannot).
     """
 
     allowed: np.ndarray
     step: np.ndarray
     final: int
     max_length: int
+    ordered: np.ndarray
 
 
 class _Builder:
     def __init__(self, vocab: Vocab):
-        self.vocab, self.edges = vocab, [{}]
+        self.vocab, self.edges, self.ordered = vocab, [{}], set()
 
     def new(self) -> int:
         self.edges.append({})
@@ -204,6 +207,14 @@ class _Builder:
         cs = [f"<c{k}>" for k in range(self.vocab.coord_bins)]
         return self.chain(src, *([cs] * n))
 
+    def box(self, src: list[int]) -> int:
+        """``<box> x1 y1 x2 y2 </box>`` with ``x2 >= x1`` and ``y2 >= y1`` (the states choosing x2, y2 are ordered)."""
+        s = self.coords([self.link(src, ["<box>"])], 2)
+        self.ordered.add(s)
+        s = self.coords([s], 1)
+        self.ordered.add(s)
+        return self.link([self.coords([s], 1)], ["</box>"])
+
     def name(self, src: list[int]) -> int:
         end = self.new()
         mid = self.link(src, COLOURS)
@@ -213,8 +224,7 @@ class _Builder:
 
     def grounding(self, src: list[int]) -> int:
         s = self.name([self.link(src, ["<ref>"])])
-        s = self.link([s], ["</ref>"])
-        return self.link([self.coords([self.link([s], ["<box>"])], 4)], ["</box>"])
+        return self.box([self.link([s], ["</ref>"])])
 
     def build(self, last: int) -> Automaton:
         final = self.link([last], [EOS])
@@ -231,7 +241,9 @@ class _Builder:
                 depth[s] = max((longest(d) + 1 for d in self.edges[s].values()), default=0)
             return depth[s]
 
-        return Automaton(allowed, step, final, longest(0))
+        ordered = np.zeros(n, dtype=bool)
+        ordered[list(self.ordered)] = True
+        return Automaton(allowed, step, final, longest(0), ordered)
 
 
 def aids_automaton(vocab: Vocab, cot: bool = True) -> Automaton:
@@ -249,10 +261,16 @@ def aids_automaton(vocab: Vocab, cot: bool = True) -> Automaton:
         rel = b.link([rel], ["</rel>"])
         start = [first, second, rel]
     s = b.link(start, ["<Answer>"])
-    s = b.link([b.coords([b.link([s], ["<box>"])], 4)], ["</box>"])
+    s = b.box([s])
     s = b.link([b.coords([b.link([s], ["<point>"])], 2 * N_POINTS)], ["</point>"])
     s = b.link([b.coords([b.link([s], ["<point>"])], 2 * TRACE_LENGTH)], ["</point>"])
     return b.build(b.link([s], ["</Answer>"]))
+
+
+def grounding_automaton(vocab: Vocab) -> Automaton:
+    """Legal outputs of the grounding task: ``<ref> name </ref> <box> x1 y1 x2 y2 </box> <eos>``."""
+    b = _Builder(vocab)
+    return b.build(b.grounding([0]))
 
 
 def referring_automaton(vocab: Vocab) -> Automaton:
