@@ -110,3 +110,25 @@ def test_clustering_accuracy_matches_brute_force_over_permutations():
     assert clustering_accuracy(y, pred) == pytest.approx(brute)
     with pytest.raises(ValueError, match="y_true"):
         clustering_accuracy([0, 1], [0])
+
+
+def test_dataset_pickles_are_read_without_running_code(tmp_path):
+    import os
+    import pickle
+
+    from iclr26_shared.datasets import read_pickled_arrays
+
+    batch = {b"data": np.arange(12, dtype=np.uint8).reshape(2, 6), b"labels": [3, 7], b"batch_label": b"x"}
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        (tmp_path / "b").write_bytes(pickle.dumps(batch, protocol=protocol))
+        got = read_pickled_arrays(tmp_path / "b")
+        assert got[b"labels"] == [3, 7] and np.array_equal(got[b"data"], batch[b"data"])
+
+    class Exploit:
+        def __reduce__(self):
+            return os.system, ("touch " + str(tmp_path / "pwned"),)
+
+    (tmp_path / "evil").write_bytes(pickle.dumps({b"data": Exploit()}))
+    with pytest.raises(ValueError, match="evil: not a dataset pickle.*refusing to construct"):
+        read_pickled_arrays(tmp_path / "evil")
+    assert not (tmp_path / "pwned").exists()

@@ -221,9 +221,29 @@ _idx_loader("mnist", ("mnist", "MNIST"))
 _idx_loader("fashion_mnist", ("fashion_mnist", "FashionMNIST", "fashion-mnist"))
 
 
-def _unpickle(path: pathlib.Path) -> dict:
+# What a dataset pickle may construct: numpy arrays and dtypes (under numpy 1's and 2's module names) and bytes
+# (protocol 2 writes them through codecs.encode), nothing else; containers, numbers and strings need no lookup.
+_PICKLE_ALLOWED = {(f"numpy.{core}.{mod}", name) for core in ("core", "_core")
+                   for mod, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
+                                     ("numeric", "_frombuffer"))} | {("numpy", "ndarray"), ("numpy", "dtype"),
+                                                                     ("_codecs", "encode")}
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _PICKLE_ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to construct {module}.{name}: only numpy arrays are allowed")
+        return super().find_class(module, name)
+
+
+def read_pickled_arrays(path: str | os.PathLike) -> dict:
+    """A dataset pickle (CIFAR's python batches) read without running code: only dicts, lists, numbers,
+    strings, bytes and numpy arrays may be in it; anything else raises ``ValueError`` naming the file."""
     with open(path, "rb") as fh:
-        return pickle.load(fh, encoding="bytes")
+        try:
+            return _ArrayUnpickler(fh, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, AttributeError) as err:
+            raise ValueError(f"{path}: not a dataset pickle of plain data and numpy arrays ({err})") from None
 
 
 @register("cifar10")
@@ -234,7 +254,7 @@ def _cifar10(root=None, split: str = "train") -> Dataset:
     batches = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
     folder = _find_files("cifar10", root, ("cifar-10-batches-py", "cifar10"), batches,
                          "Unpack cifar-10-python.tar.gz there.")
-    parts = [_unpickle(folder / b) for b in (batches[:5] if split == "train" else batches[5:])]
+    parts = [read_pickled_arrays(folder / b) for b in (batches[:5] if split == "train" else batches[5:])]
     return _cifar_dataset("cifar10", parts, b"labels", 10)
 
 
@@ -247,7 +267,7 @@ def _cifar100(root=None, split: str = "train", label: str = "fine") -> Dataset:
         raise ValueError(f"label: expected 'fine' or 'coarse', got {label!r}")
     folder = _find_files("cifar100", root, ("cifar-100-python", "cifar100"), ("train", "test"),
                          "Unpack cifar-100-python.tar.gz there.")
-    part = _unpickle(folder / split)
+    part = read_pickled_arrays(folder / split)
     return _cifar_dataset("cifar100", [part], f"{label}_labels".encode(), 100 if label == "fine" else 20)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from iclr26_shared.datasets import read_pickled_arrays
 from sklearn import datasets as skd
 from sklearn.model_selection import train_test_split
 
@@ -229,10 +229,7 @@ def _cifar10(folder: pathlib.Path) -> BinaryDataset:
     paths = _need(sub, "cifar10", [[f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]])
 
     def read(ps):
-        parts = []
-        for p in ps:
-            with open(p, "rb") as fh:
-                parts.append(pickle.load(fh, encoding="bytes"))
+        parts = [read_pickled_arrays(p) for p in ps]
         X = np.concatenate([q[b"data"] for q in parts]).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
         return X, np.concatenate([q[b"labels"] for q in parts])
 
