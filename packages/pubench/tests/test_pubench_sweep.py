@@ -43,11 +43,17 @@ def test_serial_and_joblib_agree_and_resume(tmp_path):
 
 def test_dask_local_cluster(tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as lc, \
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
             distributed.Client(lc):
         recs = run_sweep(SIX[:2], backend="dask", address=lc.scheduler_address, out=tmp_path / "dask.jsonl")
     serial = run_sweep(SIX[:2], backend="local", out=tmp_path / "serial.jsonl")
     assert [r["test_f1"] for r in recs] == [r["test_f1"] for r in serial]
+    # two workers in one process would run two seeded runs there at once: refused, nothing run
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            distributed.Client(lc):
+        with pytest.raises(ValueError, match="one thread per process"):
+            run_sweep(SIX[:2], backend="dask", address=lc.scheduler_address, out=tmp_path / "threaded.jsonl")
+    assert not (tmp_path / "threaded.jsonl").exists() or read_jsonl(tmp_path / "threaded.jsonl") == []
 
 
 def test_sweep_bad_input(tmp_path):

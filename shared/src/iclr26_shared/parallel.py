@@ -31,7 +31,17 @@ def engine(backend: str = "local", jobs: int = 1, address: str | None = None, ex
         except ImportError:
             raise ValueError(f"backend: expected an installed engine (pip install '{extra}[dask]'), "
                              "got dask, which is not installed") from None
-        with Client(address) if address else Client(processes=True, n_workers=jobs, threads_per_worker=1):
+        with Client(address) if address else Client(processes=True, n_workers=jobs, threads_per_worker=1) as client:
+            # a run seeds the process-wide RNGs (numpy, torch), so two runs sharing a worker process would race:
+            # one thread per process (in-process workers, inproc://host/pid/n, share their process)
+            per_process: dict[str, int] = {}
+            for worker, n in client.nthreads().items():
+                key = worker.rsplit("/", 1)[0] if worker.startswith("inproc://") else worker
+                per_process[key] = per_process.get(key, 0) + n
+            threaded = {k: n for k, n in per_process.items() if n > 1}
+            if threaded:
+                raise ValueError(f"address: expected dask workers with one thread per process (dask worker "
+                                 f"--nthreads 1), got {threaded} threads")
             with parallel_config(backend="dask", n_jobs=-1, wait_for_workers_timeout=60):
                 yield
     elif backend == "ray":
