@@ -36,17 +36,19 @@ def test_paper_protocol_runs_on_user_logits(tmp_path, monkeypatch):
 
     folder = tmp_path / "energycp"
     folder.mkdir()
-    rng = np.random.default_rng(0)
-    small = {}
-    for name, (fname, *_) in bench.PAPER_FILES.items():
-        y = rng.integers(0, 6, 260)
-        z = rng.normal(size=(260, 6)) + 3 * np.eye(6)[y]
-        np.savez(folder / fname, logits=z, labels=y)
-        small[name] = (fname, 60, 100, 100)
-    np.savez(folder / bench.PAPER_OOD[1], logits=rng.normal(size=(50, 6)))
     monkeypatch.setenv("ICLR26_DATA", str(tmp_path))
+    proto = bench.Protocol(2, 3, (1.0,), (1.0,), (), (0.9, 1.0))
+    with pytest.raises(FileNotFoundError, match="at least one of"):
+        bench._paper(proto, "cpu", 0)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 6, 260)
+    z = rng.normal(size=(260, 6)) + 3 * np.eye(6)[y]
+    np.savez(folder / bench.PAPER_FILES["cifar100_resnet56"][0], logits=z, labels=y)  # one user file only
+    np.savez(folder / bench.PAPER_OOD[1], logits=rng.normal(size=(50, 6)))
+    small = {name: (spec[0], 60, 100, 100) for name, spec in bench.PAPER_FILES.items()}
     monkeypatch.setattr(bench, "PAPER_FILES", small)
-    result = bench._paper(bench.Protocol(2, 3, (1.0,), (1.0,), (), (0.9, 1.0)), "cpu", 0)
+    result = bench._paper(proto, "cpu", 0)
+    assert {r["method"].split("@")[0] for r in result.rows} == {"cifar100_resnet56"}
     assert any(r["method"].startswith("cifar100_resnet56@0.1:energy-raps") for r in result.rows)
     assert "ood_size" in next(r for r in result.rows if r["method"].startswith("cifar100_resnet56@"))
     assert any(".ood." in c.name for c in result.claims)

@@ -103,17 +103,39 @@ def test_user_score_object_matches_the_builtin_score():
         custom.to_dict()
 
 
+def _base_on_the_same_rows(auto, z, y, score, seed):
+    """The base score calibrated on the rows and ``u`` draws that the fitted ``auto`` model used (its generator
+    draws the tuning permutation, the tuning seed, then the calibration ``u``): an unfitted base model whose
+    generator is advanced the same way, and its ``q_hat``."""
+    from iclr26_energycp import conformal_quantile
+
+    rng = np.random.default_rng(seed)
+    rest = rng.permutation(len(y))[round(auto.tune_frac * len(y)):]
+    rng.integers(2**31)
+    base = EnergyConformalClassifier(score, energy=False, alpha=auto.alpha)
+    base.rng_ = rng
+    return base, conformal_quantile(base.score_samples(z[rest], y[rest]), auto.alpha)
+
+
 def _split_sizes(z, y, score, splits=range(1, 9)):
-    """Mean test set size of base and auto-tuned energy ``score`` (alpha = 0.1, 500 calibration rows) over
-    random splits: the README example, repeated."""
-    sizes = {False: [], True: []}
+    """Mean test set size of the base score and of the auto-tuned energy ``score`` (alpha = 0.1, 500
+    calibration rows) over random splits, the README example repeated; and the fraction of splits that kept
+    the energy weight. Where the tuning showed no gain, the auto model must be exactly the base score
+    calibrated on its 350 calibration rows (same ``q_hat``, same sets)."""
+    sizes, kept = {False: [], True: []}, []
     for t in splits:
         idx = np.random.default_rng(t).permutation(len(y))
         cal, test = idx[:500], idx[500:]
         for energy in (False, True):
             model = EnergyConformalClassifier(score, energy=energy, alpha=0.1, random_state=t).fit(z[cal], y[cal])
-            sizes[energy].append(model.predict_set(z[test]).sum(1).mean())
-    return np.mean(sizes[False]), np.mean(sizes[True])
+            sets = model.predict_set(z[test])
+            sizes[energy].append(sets.sum(1).mean())
+        kept.append(model.weight_ == "energy")
+        if not kept[-1]:
+            base, q = _base_on_the_same_rows(model, z[cal], y[cal], score, t)
+            assert model.q_hat_ == q
+            assert np.array_equal(sets, base.score_samples(z[test]) <= q)
+    return np.mean(sizes[False]), np.mean(sizes[True]), np.mean(kept)
 
 
 def _logistic_20_classes():
@@ -128,28 +150,59 @@ def _logistic_20_classes():
 
 
 def test_auto_defaults_stay_close_to_the_base_score():
-    """Measured (8 splits): digits RAPS 1.048, APS 1.019; 20-class LR RAPS 1.043, APS 1.015 times the base size.
-    The issue's target (RAPS <= base) is not met: 150 of the 500 rows go to tuning. The old untuned default
-    was far worse (APS about 3x on digits)."""
+    """Energy / base mean size with the defaults (8 splits of 500 calibration rows, alpha = 0.1), measured:
+    digits RAPS 1.030, APS 1.017; 20-class logistic regression RAPS 1.044, APS 1.019. The tuning kept the
+    weight on no split (it shows no gain on 150 rows), so the auto model is exactly the base score
+    calibrated on 350 of the 500 rows, and the excess over 1 is what those 8 particular 350-row calibrations
+    cost; over 200 splits the base score on 350 rows is 1.003 (digits) / 1.004 (20-class) times the one on
+    500 for RAPS. The issue's RAPS <= 1.00 therefore holds up to that cost, APS <= 1.03 holds. The old untuned
+    default was far worse (APS about 3x on digits), the old smallest-size rule RAPS 1.048 / 1.043."""
     from iclr26_energycp import datasets
 
     d = datasets.make_digits_logits()
     for z, y in ((d["pool_logits"], d["pool_labels"]), _logistic_20_classes()):
-        for score, bound in (("raps", 1.06), ("aps", 1.03)):
-            base, auto = _split_sizes(z, y, score)
+        for score, bound in (("raps", 1.05), ("aps", 1.03)):
+            base, auto, kept = _split_sizes(z, y, score)
             assert auto <= bound * base, (score, auto, base)
+            assert kept <= 0.25, (score, kept)
     z, y = d["pool_logits"], d["pool_labels"]
-    base, _ = _split_sizes(z, y, "aps", splits=range(1, 2))
+    base, _, _ = _split_sizes(z, y, "aps", splits=range(1, 2))
     untuned = EnergyConformalClassifier("aps", alpha=0.1, T_energy=1.0, beta=1.0, random_state=1)
     idx = np.random.default_rng(1).permutation(len(y))
     assert untuned.fit(z[idx[:500]], y[idx[:500]]).predict_set(z[idx[500:]]).sum(1).mean() > 1.5 * base
 
 
-def test_auto_with_too_few_rows_warns_and_uses_the_untuned_weight():
+def _easy_and_hard(seed, n=1000, k=10):
+    """Logits where the energy separates easy rows (large margin, large logits) from hard ones."""
+    rng = np.random.default_rng(seed)
+    y, easy = rng.integers(0, k, n), rng.random(n) < 0.5
+    z = rng.normal(size=(n, k))
+    z[np.arange(n), y] += np.where(easy, 3.0, 0.3)
+    return z * np.where(easy, 3.0, 1.0)[:, None], y
+
+
+def test_auto_keeps_the_weight_only_when_the_tuning_shows_a_gain():
+    """Measured: energy RAPS 5.0 vs base 6.4 where the energy tells easy from hard rows; pure noise logits
+    fall back to the base score."""
+    z, y = _easy_and_hard(1)
+    auto = EnergyConformalClassifier("raps", alpha=0.1, random_state=1).fit(z[:600], y[:600])
+    base = EnergyConformalClassifier("raps", energy=False, alpha=0.1, random_state=1).fit(z[:600], y[:600])
+    assert auto.weight_ == "energy"
+    assert auto.predict_set(z[600:]).sum(1).mean() < 0.9 * base.predict_set(z[600:]).sum(1).mean()
+    noise = np.random.default_rng(1).normal(size=z.shape)
+    auto = EnergyConformalClassifier("raps", alpha=0.1, random_state=1).fit(noise[:600], y[:600])
+    assert auto.weight_ == "none"
+    again = EnergyConformalClassifier.from_dict(auto.to_dict())
+    assert again.weight_ == "none" and np.array_equal(again.predict_set(noise[600:]), auto.predict_set(noise[600:]))
+
+
+def test_auto_with_too_few_rows_warns_and_uses_the_base_score():
     z, y = _logits(n=120)
-    with pytest.warns(UserWarning, match="untuned"):
-        model = EnergyConformalClassifier("raps").fit(z, y)
-    assert (model.T_energy_, model.beta_, model.n_calibration_) == (1.0, 1.0, 120)
+    with pytest.warns(UserWarning, match="untuned and off"):
+        model = EnergyConformalClassifier("raps", random_state=0).fit(z, y)
+    assert (model.weight_, model.n_calibration_) == ("none", 120)
+    base = EnergyConformalClassifier("raps", energy=False, random_state=0).fit(z, y)
+    assert model.q_hat_ == base.q_hat_
     model = EnergyConformalClassifier("raps", random_state=0).fit(*_logits(n=400))
     assert model.n_calibration_ == 280 and (model.T_energy_, model.beta_) != ("auto", "auto")
     again = EnergyConformalClassifier.from_dict(model.to_dict())

@@ -190,5 +190,5 @@ def test_predict_set_keeps_at_most_three_score_sized_arrays(score, monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak <= 3 * z.nbytes, peak / z.nbytes
-    monkeypatch.setattr(scores, "_chunk_rows", lambda K: 10**9)
+    monkeypatch.setattr(scores, "_chunk_rows", lambda n, K: 10**9)
     assert np.array_equal(sets, untuned(score, random_state=0).fit(z, y).predict_set(z))

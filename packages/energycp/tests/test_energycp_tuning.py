@@ -17,6 +17,8 @@ def test_table_covers_grid_in_row_major_order_and_picks_the_minimum():
                                                              (2.0, 0.1), (2.0, 1.0), (2.0, 10.0)]
     best = min(res.table, key=lambda r: r["objective"])
     assert (res.T_energy, res.beta) == (best["T_energy"], best["beta"])
+    assert all(r["gain"] == pytest.approx(res.base_size - r["size"]) and r["gain_sd"] > 0 for r in res.table)
+    assert res.shows_gain(z=0.0) == (best["gain"] > 0) and not res.shows_gain(z=1e9)
 
 
 def test_objective_matches_an_independent_recomputation():

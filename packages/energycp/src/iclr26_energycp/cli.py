@@ -143,7 +143,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model.fit(_to(dev, z), _to(dev, y))
     write_json_atomic(out, model.to_dict())
     q = model.q_hat_
-    weight = "" if args.no_energy else f" (energy, T_energy = {model.T_energy_:g}, beta = {model.beta_:g})"
+    weight = ("" if args.no_energy else f" (energy, T_energy = {model.T_energy_:g}, beta = {model.beta_:g})"
+              if model.weight_ == "energy" else " (energy 'auto': no gain shown on the tuning rows, so the base score)")
     print(f"calibrated {args.score}{weight} on {model.n_calibration_} rows, "
           f"q_hat = {q if np.isscalar(q) else 'per class'} -> {out}")
     return 0

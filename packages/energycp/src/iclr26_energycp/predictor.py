@@ -32,7 +32,8 @@ from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weigh
 
 INPUTS = ("logits", "probs")
 AUTO = "auto"
-MIN_TUNE_ROWS = 50  # fewer held-out rows than this: no tuning, T_energy = beta = 1 with a warning
+MIN_TUNE_ROWS = 50  # fewer held-out rows than this: no tuning, the base score (constant weight) with a warning
+GAIN_Z = 1.645  # "auto" keeps the tuned weight only when its gain over the base score exceeds GAIN_Z spreads
 
 
 def quantile_index(n: int, alpha: float) -> int:
@@ -75,9 +76,12 @@ class EnergyConformalClassifier(ParamsMixin):
 
     Safe defaults: ``T_energy="auto"`` and ``beta="auto"`` tune the energy weight in ``fit`` on a random
     ``tune_frac`` of the calibration rows (``tune_energy``: mean set size over 20 half/half splits, the
-    smallest one: on 150 tuning rows the one-SE rule's extra spread made sets larger) and calibrate
-    ``q_hat_`` on the other rows, so tuning never sees the rows that set the threshold and the guarantee
-    is unchanged. Untuned weights (e.g. ``T_energy = beta = 1``) can make
+    smallest one) and calibrate ``q_hat_`` on the other rows, so tuning never sees the rows that set the
+    threshold and the guarantee is unchanged. The tuned weight is kept only when its paired gain over the
+    base score on the tuning rows exceeds 1.645 times the gain's spread over the repeats
+    (``TuneResult.shows_gain``); otherwise the weight is the constant one (``weight_ = "none"``: the base
+    score, the ``beta -> 0`` member of the family), since a gain the tuning rows cannot show with
+    confidence did not carry over to new rows. Untuned weights (e.g. ``T_energy = beta = 1``) can make
     sets larger than the base score's. Pass numbers to skip tuning.
 
     Args:
@@ -101,14 +105,17 @@ class EnergyConformalClassifier(ParamsMixin):
         class_conditional: one threshold per class (Mondrian calibration) instead of one overall.
         input: "logits" (default) or "probs"; probabilities allow the base scores only.
         tune_frac: fraction of the calibration rows held out to tune an "auto" ``T_energy``/``beta``
-            (in (0, 1); unused otherwise). Fewer than 50 held-out rows: no tuning, both set to 1,
-            with a warning.
+            (in (0, 1); unused otherwise). Fewer than 50 rows on either side: no tuning, the base score
+            calibrated on every row, with a warning.
         random_state: seed of the generator that draws the tuning split (when tuning), then ``u``,
             first for ``fit`` then for each ``predict_set``/``score_samples`` call in order.
 
     Attributes (after ``fit``):
         q_hat_: float threshold, or (K,) array of per-class thresholds when class-conditional.
-        T_energy_, beta_: the weight's parameters in use (tuned, or the given numbers).
+        T_energy_, beta_: the weight's parameters (tuned, or the given numbers; unused when
+            ``weight_`` is "none").
+        weight_: the weight in use: "energy", "entropy", or "none" (the base score: ``energy=False``, or
+            an "auto" tuning that showed no gain over it).
         n_classes_ (= n_features_in_): K. n_calibration_: rows that set ``q_hat_``.
         rng_: the generator, advanced past the calibration draws.
     """
@@ -190,7 +197,7 @@ class EnergyConformalClassifier(ParamsMixin):
     def _scores(self, x: Any, labels: Any):
         """``(scores, checked x, backend)`` for input ``x`` (n, K): scores (n,) with labels, else (n, K);
         draws from ``rng_``. Only the probabilities and the score matrix are (n, K) arrays of its own."""
-        weight = self._check_params()
+        weight = getattr(self, "weight_", self._check_params())  # fitted: the weight in use
         T_energy, beta = self._weight_params()
         if self.input == "probs":
             z, ops = _check_probs(x)
@@ -223,13 +230,14 @@ class EnergyConformalClassifier(ParamsMixin):
         if y is None:
             raise ValueError("y: this estimator requires y to be passed, but the target y is None")
         weight = self._check_params()
-        for attr in ("rng_", "q_hat_", "T_energy_", "beta_"):
+        for attr in ("rng_", "q_hat_", "T_energy_", "beta_", "weight_"):
             self.__dict__.pop(attr, None)
         self.rng_ = np.random.default_rng(self.random_state)
         if weight == "energy" and AUTO in (self.T_energy, self.beta):
             X, y = self._tune(X, y)
         else:
             self.T_energy_, self.beta_ = self._weight_params()
+            self.weight_ = weight
         s, p, ops = self._scores(X, y)
         s_np = ops.to_numpy(s)
         self.n_classes_ = self.n_features_in_ = int(p.shape[1])
@@ -249,8 +257,9 @@ class EnergyConformalClassifier(ParamsMixin):
         return self
 
     def _tune(self, X: Any, y: Any):
-        """Tunes the "auto" ones of ``T_energy``/``beta`` on a random ``tune_frac`` of the rows (sets
-        ``T_energy_``, ``beta_``); returns the other rows ``(X, y)`` for calibration."""
+        """Tunes the "auto" ones of ``T_energy``/``beta`` on a random ``tune_frac`` of the rows and sets
+        ``T_energy_``, ``beta_`` and ``weight_`` ("none" unless the tuning shows a gain over the base score);
+        returns the other rows ``(X, y)`` for calibration."""
         from .tuning import BETA_GRID, T_GRID, tune_energy  # tuning imports this module
 
         z, ops = check_matrix(X, "logits")
@@ -259,9 +268,11 @@ class EnergyConformalClassifier(ParamsMixin):
         n_tune = int(round(self.tune_frac * n))
         if n_tune < MIN_TUNE_ROWS or n - n_tune < MIN_TUNE_ROWS:
             warnings.warn(f"T_energy/beta 'auto': {n} calibration rows leave {n_tune} for tuning and {n - n_tune} "
-                          f"for calibration (at least {MIN_TUNE_ROWS} each needed); using the untuned T_energy = "
-                          "beta = 1, which can give larger sets than the base score", UserWarning, stacklevel=3)
+                          f"for calibration (at least {MIN_TUNE_ROWS} each needed); the energy weight is left "
+                          "untuned and off: the base score is calibrated on every row (an untuned weight can give "
+                          "larger sets than the base score)", UserWarning, stacklevel=3)
             self.T_energy_, self.beta_ = (1.0 if v == AUTO else float(v) for v in (self.T_energy, self.beta))
+            self.weight_ = "none"
             return z, labels
         perm = ops.from_numpy(self.rng_.permutation(n))
         tune, rest = perm[:n_tune], perm[n_tune:]
@@ -272,6 +283,7 @@ class EnergyConformalClassifier(ParamsMixin):
                           kreg=self.kreg, saps_weight=self.saps_weight, randomized=bool(self.randomized),
                           select="min")
         self.T_energy_, self.beta_ = res.T_energy, res.beta
+        self.weight_ = "energy" if res.shows_gain(GAIN_Z) else "none"
         return z[rest], labels[rest]
 
     def _check_fitted(self, logits: Any) -> None:
@@ -333,7 +345,7 @@ class EnergyConformalClassifier(ParamsMixin):
             d["n_classes"] = self.n_classes_
             d["n_calibration"] = self.n_calibration_
             d["rng_state"] = self.rng_.bit_generator.state
-            d["T_energy_"], d["beta_"] = self.T_energy_, self.beta_
+            d["T_energy_"], d["beta_"], d["weight_"] = self.T_energy_, self.beta_, self.weight_
         return d
 
     @classmethod
@@ -357,6 +369,7 @@ class EnergyConformalClassifier(ParamsMixin):
             model.n_calibration_ = int(d["n_calibration"])
             model.n_features_in_ = model.n_classes_
             model.T_energy_, model.beta_ = float(d["T_energy_"]), float(d["beta_"])
+            model.weight_ = d.get("weight_", model._weight_name())
             model.rng_ = np.random.default_rng()
             model.rng_.bit_generator.state = d["rng_state"]
         return model

@@ -70,9 +70,10 @@ def _at(matrix, ops: NumpyOps, labels):
     return matrix if labels is None else ops.take_labels(matrix, labels)
 
 
-def _chunk_rows(K: int) -> int:
-    """Rows per block of the all-label numpy path: about 2**17 entries (1 MiB of float64) per temporary."""
-    return max(1, 2**17 // K)
+def _chunk_rows(n: int, K: int) -> int:
+    """Rows per block of the all-label numpy path: at most about 2**17 entries (1 MiB of float64) and 1/16 of
+    the rows per temporary, so that a block's few temporaries stay a small fraction of one (n, K) array."""
+    return max(1, min(2**17 // K, -(-n // 16)))
 
 
 def _label_rank(p, ops: NumpyOps, labels):
@@ -94,13 +95,21 @@ def _base(name: str, p, ops: NumpyOps, labels, randomized: bool, rng: Any, u: An
     if name == "lac":
         return 1.0 - _at(p, ops, labels)
     n, K = p.shape
-    if labels is None and u is None and ops.name == "numpy" and n > _chunk_rows(K):
+    rows = _chunk_rows(n, K)
+    if labels is None and u is None and ops.name == "numpy" and n > rows:
         # row blocks: the same numbers (u is drawn in the same order), one (n, K) output and small temporaries
         out, gen = np.empty_like(p), as_generator(rng) if randomized else None
-        for a in range(0, n, _chunk_rows(K)):
-            b = min(a + _chunk_rows(K), n)
-            out[a:b] = _base(name, p[a:b], ops, None, randomized, gen, None, penalty, kreg, weight)
+        for a in range(0, n, rows):
+            b = min(a + rows, n)
+            out[a:b] = _sorted_score(name, p[a:b], ops, None, randomized, gen, None, penalty, kreg, weight)
         return out
+    return _sorted_score(name, p, ops, labels, randomized, rng, u, penalty, kreg, weight)
+
+
+def _sorted_score(name: str, p, ops: NumpyOps, labels, randomized: bool, rng: Any, u: Any,
+                  penalty: float, kreg: int, weight: float):
+    """APS/RAPS/SAPS of ``_base`` on one block of rows, computed in sorted order."""
+    n, K = p.shape
     uu = _uniform(ops, (n,) if labels is not None else (n, K), randomized, rng, u)
     if labels is not None:
         sorted_p = ops.sort_values_desc(p)

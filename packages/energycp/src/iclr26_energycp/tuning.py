@@ -13,6 +13,14 @@ A flat objective otherwise picks near-constant weights (the energy score then eq
 so sets on unfamiliar inputs do not grow); the one-SE rule prefers the weight that does the most
 reweighting at a set size that is statistically as good. Ties go to the first grid point in
 (T_energy, beta) row-major order.
+
+Every repeat also scores the constant weight (the base score itself, the ``beta -> 0`` end of the
+family), so each grid point carries its paired gain in mean set size over the base score and the
+gain's spread over the repeats. ``TuneResult.shows_gain()`` asks whether the chosen point beats the
+base score by more than ``z`` times that spread. The spread is the standard deviation over the repeats,
+not their standard error: the repeats re-split the same rows, and the spread of a statistic over random
+halves of a sample is about its sampling spread at the full sample size, which is what decides whether
+the gain carries over to new rows (the standard error would shrink with the number of repeats).
 """
 from __future__ import annotations
 
@@ -44,11 +52,20 @@ BETA_GRID = (0.01, 0.1, 1.0, 10.0)
 @dataclass
 class TuneResult:
     """The selected ``T_energy`` and ``beta``, and one row per grid point (``T_energy, beta, size, sscv,
-    objective, objective_se, spread``) in row-major grid order."""
+    objective, objective_se, spread, gain, gain_sd``) in row-major grid order. ``gain`` is the base score's
+    mean set size minus the grid point's (positive: smaller sets), ``gain_sd`` its spread over the repeats;
+    ``base_size`` is the base score's (constant weight) mean set size on the same repeats."""
 
     T_energy: float
     beta: float
     table: list[dict[str, float]] = field(default_factory=list)
+    base_size: float = float("nan")
+
+    def shows_gain(self, z: float = 1.645) -> bool:
+        """Whether the selected point's sets are smaller than the base score's by more than ``z`` times
+        the gain's spread over the repeats (1.645: one-sided 95% under a normal approximation)."""
+        row = next(r for r in self.table if (r["T_energy"], r["beta"]) == (self.T_energy, self.beta))
+        return row["gain"] > max(z * row["gain_sd"], 0.0)
 
 
 def _grid(values: Any, name: str) -> tuple[float, ...]:
@@ -118,14 +135,16 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: Any = "aps", alpha: f
         else:
             base_cal = _base(name, p[cal], ops, y[cal], randomized, None, u_cal, *params)
             base_ev = _base(name, p[ev], ops, None, randomized, None, u_ev, *params)
-        splits.append((cal, ev, base_cal, base_ev))
+        base_size = (base_ev <= conformal_quantile(base_cal, alpha)).sum(1).mean()  # the constant weight
+        splits.append((cal, ev, base_cal, base_ev, base_size))
 
+    base_sizes = np.array([split[-1] for split in splits])
     table = []
     for T in Ts:
         for beta in betas:
             w = sample_weight(z, "energy", T, beta)
             sizes, violations = [], []
-            for cal, ev, base_cal, base_ev in splits:
+            for cal, ev, base_cal, base_ev, _ in splits:
                 q = conformal_quantile(apply_weight(name or "custom", base_cal, w[cal]), alpha)
                 sets = apply_weight(name or "custom", base_ev, w[ev]) <= q
                 sizes.append(sets.sum(1).mean())
@@ -134,10 +153,12 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: Any = "aps", alpha: f
             per_repeat["size+sscv"] = per_repeat["size"] + per_repeat["sscv"]
             value = per_repeat[objective]
             se = float(value.std(ddof=1) / np.sqrt(value.size)) if value.size > 1 else 0.0
+            gain = base_sizes - per_repeat["size"]
             table.append({"T_energy": T, "beta": beta, "size": float(per_repeat["size"].mean()),
                           "sscv": float(per_repeat["sscv"].mean()), "objective": float(value.mean()),
-                          "objective_se": se, "spread": float(w.std() / w.mean())})
-    return TuneResult(*_select(table, select), table)
+                          "objective_se": se, "spread": float(w.std() / w.mean()), "gain": float(gain.mean()),
+                          "gain_sd": float(gain.std(ddof=1)) if gain.size > 1 else 0.0})
+    return TuneResult(*_select(table, select), table, float(base_sizes.mean()))
 
 
 def _select(table: list[dict[str, float]], select: str) -> tuple[float, float]:
