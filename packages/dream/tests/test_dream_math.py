@@ -29,22 +29,29 @@ def _views(n=6, z=4, V=3, seed=0, dtype=torch.float32):
 @pytest.mark.parametrize("bias, expect", [(50.0, "mu"), (-50.0, "h")])
 def test_gate_saturated_gives_weighted_mean_of_one_branch(bias, expect):
     mus, hs = _views()
-    fusion = GatedFusion(3, 4)
-    with torch.no_grad():
-        for gate in fusion.gates:
-            gate.weight.zero_()
-            gate.bias.fill_(bias)
-    l, s, a = fusion(mus, hs)
-    src = torch.stack(mus if expect == "mu" else hs, dim=1)
-    assert torch.allclose(l, (a.unsqueeze(-1) * src).sum(1), atol=1e-5)
-    assert torch.allclose(a.sum(1), torch.ones(6))
+    for normalize in (True, False):
+        fusion = GatedFusion(3, 4, normalize=normalize)
+        with torch.no_grad():
+            for gate in fusion.gates:
+                gate.weight.zero_()
+                gate.bias.fill_(bias)
+        l, s, a = fusion(mus, hs)
+        src = torch.stack(mus if expect == "mu" else hs, dim=1)
+        if normalize:
+            src = src / src.norm(dim=2, keepdim=True)
+        assert torch.allclose(l, (a.unsqueeze(-1) * src).sum(1), atol=1e-5)
+        assert torch.allclose(a.sum(1), torch.ones(6))
 
 
 def test_average_fusion_is_plain_mean():
     mus, hs = _views()
-    l, s, a = GatedFusion(3, 4, mode="average")(mus, hs)
+    l, s, a = GatedFusion(3, 4, mode="average", normalize=False)(mus, hs)
     expected = torch.stack([(m + h) / 2 for m, h in zip(mus, hs)]).mean(0)
     assert torch.allclose(l, expected, atol=1e-6)
+    unit = GatedFusion(3, 4, mode="average")(mus, hs)[0]
+    expected = torch.stack([(m / m.norm(dim=1, keepdim=True) + h / h.norm(dim=1, keepdim=True)) / 2
+                            for m, h in zip(mus, hs)]).mean(0)
+    assert torch.allclose(unit, expected, atol=1e-6)
 
 
 def test_student_t_hand_example_and_rows_sum_to_one():
@@ -216,3 +223,25 @@ def test_gradcheck_fusion_head_infonce():
     assert torch.autograd.gradcheck(head, (l,), fast_mode=True)
     assert torch.autograd.gradcheck(lambda x: intra_sample_infonce(x, [m.detach() for m in mus],
                                                                    [h.detach() for h in hs], 0.5), (l,))
+
+
+def test_propagated_kmeans_matches_dense_propagation_and_zero_hops_is_concat_kmeans():
+    from iclr26_dream.baselines import ConcatKMeans, PropagatedKMeans
+    from iclr26_dream.data import preprocess_view
+    from sklearn.cluster import KMeans
+
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(60, 5)) + np.repeat(np.eye(3, 5) * 3, 20, axis=0), rng.normal(size=(60, 4))]
+    parts = []
+    for X in Xs:
+        Z = preprocess_view(X)
+        A = knn_graph(Z, k=10).toarray() + np.eye(60)
+        d = 1 / np.sqrt(A.sum(1))
+        H = np.linalg.matrix_power(d[:, None] * A * d[None, :], 2) @ Z
+        parts.append(H / np.linalg.norm(H, axis=1, keepdims=True))
+    expected = KMeans(3, n_init=10, random_state=0).fit_predict(np.hstack(parts))
+    assert np.array_equal(PropagatedKMeans(3, random_state=0).fit(Xs).labels_, expected)
+    assert np.array_equal(PropagatedKMeans(3, hops=0, random_state=0).fit(Xs).labels_,
+                          ConcatKMeans(3, random_state=0).fit(Xs).labels_)
+    with pytest.raises(ValueError, match="hops"):
+        PropagatedKMeans(3, hops=-1).fit(Xs)

@@ -2,7 +2,7 @@
 for deep multi-view clustering (ICLR 2026), as a scikit-learn-style estimator."""
 from importlib.metadata import version as _version
 
-from .baselines import AverageGraphSpectral, BestViewKMeans, ConcatKMeans, ConcatSpectral
+from .baselines import AverageGraphSpectral, BestViewKMeans, ConcatKMeans, ConcatSpectral, PropagatedKMeans
 from .data import (
                    load_mat,
                    load_mfeat,
@@ -22,7 +22,7 @@ __all__ = [
     "DREAM", "check_views",
     "ViewVAE", "ViewGCN", "GatedFusion", "StudentTClusterHead", "student_t_assignment",
     "knn_graph", "normalize_adjacency",
-    "ConcatKMeans", "ConcatSpectral", "AverageGraphSpectral", "BestViewKMeans",
+    "ConcatKMeans", "ConcatSpectral", "AverageGraphSpectral", "BestViewKMeans", "PropagatedKMeans",
     "load_mfeat", "load_mfeat_uci3", "make_semantic_structural_views", "load_mat", "load_npz", "load_views",
     "preprocess_view",
 ]

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from iclr26_shared.metrics import clustering_accuracy
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.metrics import silhouette_score
 
 from .data import preprocess_view
-from .graph import knn_graph
+from .graph import knn_graph, normalize_adjacency
 from .model import check_views
 
 
@@ -29,6 +30,43 @@ class ConcatKMeans(ClusterMixin, BaseEstimator):
         """Fits on a list of views ``(N, d_v)``; sets ``labels_ (N,)``."""
         km = KMeans(self.n_clusters, n_init=self.n_init, random_state=self.random_state).fit(_concat(Xs))
         self.labels_ = km.labels_
+        return self
+
+
+class PropagatedKMeans(ClusterMixin, BaseEstimator):
+    """Parameter-free graph baseline: k-means on the concatenated row-ℓ2-normalised Â^hops X^{(v)}.
+
+    Per view: the preprocessed X (N, d_v), the cosine kNN graph DREAM's GCN uses (``n_neighbors``),
+    Â = D̃^{-1/2}(A + I)D̃^{-1/2}, ``hops`` propagation steps, row ℓ2; then k-means (``n_init``) on the
+    concatenation (N, Σ d_v). With ``hops=2`` it is DREAM's two-layer GCN without weights or training.
+    ``preprocess`` and ``metric`` as in ``DREAM``. Sets ``labels_ (N,)``.
+    """
+
+    def __init__(self, n_clusters: int, hops: int = 2, n_neighbors: int = 10, n_init: int = 10,
+                 preprocess: str = "zscore_l2", metric: str = "cosine", random_state=None):
+        self.n_clusters = n_clusters
+        self.hops = hops
+        self.n_neighbors = n_neighbors
+        self.n_init = n_init
+        self.preprocess = preprocess
+        self.metric = metric
+        self.random_state = random_state
+
+    def fit(self, Xs, y=None):
+        """Fits on a list of views ``(N, d_v)``; sets ``labels_ (N,)``."""
+        if isinstance(self.hops, bool) or not isinstance(self.hops, (int, np.integer)) or self.hops < 0:
+            raise ValueError(f"hops: expected a non-negative integer, got {self.hops!r}")
+        parts = []
+        for X in check_views(Xs):
+            Z = preprocess_view(X, self.preprocess)
+            a_hat = normalize_adjacency(knn_graph(Z, k=self.n_neighbors, metric=self.metric), dtype=torch.float64)
+            H = torch.as_tensor(Z)
+            for _ in range(self.hops):
+                H = torch.sparse.mm(a_hat, H)
+            H = H.numpy()
+            parts.append(H / (np.linalg.norm(H, axis=1, keepdims=True) + 1e-12))
+        km = KMeans(self.n_clusters, n_init=self.n_init, random_state=self.random_state)
+        self.labels_ = km.fit_predict(np.concatenate(parts, axis=1))
         return self
 
 

@@ -90,7 +90,7 @@ def distill_loss(embeddings) -> torch.Tensor:
     return (stacked - target).pow(2).sum() / stacked.shape[1]
 
 
-def intra_sample_infonce(l: torch.Tensor, mus, hs, tau: float = 0.5, rows: torch.Tensor | None = None) -> torch.Tensor:
+def intra_sample_infonce(l: torch.Tensor, mus, hs, tau: float = 0.5) -> torch.Tensor:
     """Triplet InfoNCE: for each sample i and view v, the fused l_i against its own μ_i^{(v)} and h_i^{(v)}.
 
     ℓ_i^{(v)} = −log[(e^{sim(l_i,μ_i)/τ} + e^{sim(l_i,h_i)/τ}) / Σ_j (e^{sim(l_i,μ_j)/τ} + e^{sim(l_i,h_j)/τ})],
@@ -100,11 +100,12 @@ def intra_sample_infonce(l: torch.Tensor, mus, hs, tau: float = 0.5, rows: torch
     Args:
         l: ``(N, z)``; mus, hs: lists of V tensors ``(N, z)`` or ``None``.
         tau: temperature > 0.
-        rows: optional anchor indices (a mini-batch); the denominator still spans all N samples.
+
+    In a mini-batch, pass the batch's rows of all three: the denominator then spans the batch.
     """
     n_views = len(mus if mus is not None else hs)
-    anchors = F.normalize(l if rows is None else l[rows], dim=1)
-    idx = torch.arange(l.shape[0], device=l.device) if rows is None else rows
+    anchors = F.normalize(l, dim=1)
+    idx = torch.arange(l.shape[0], device=l.device)
     total = l.new_zeros(())
     for v in range(n_views):
         logits = [anchors @ F.normalize(src[v], dim=1).T / tau for src in (mus, hs) if src is not None]

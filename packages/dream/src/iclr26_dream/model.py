@@ -29,6 +29,7 @@ from .losses import (
 from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE
 
 FUSIONS = ("gate", "average")
+KL_SCALES = ("variance", "none")
 
 
 def check_views(Xs, allow_single_view: bool = False) -> list[np.ndarray]:
@@ -65,32 +66,39 @@ class DREAM(ClusterMixin, BaseEstimator):
     Per view a VAE (semantic, μ^{(v)}) and a GCN on a cosine kNN graph (structural, h^{(v)}); a gate
     mixes them, learned cross-view weights combine the views into l, a Student-t head clusters l.
     Training: pretrain L_Encode for ``pretrain_epochs``, k-means-initialise the centres on l, then
-    minimise L_Total = L_Encode + α L_Align + β L_Cluster for ``epochs`` (full batch, Adam).
-    Pseudo-labels and the DEC target P are refreshed every ``pseudo_update_every`` epochs.
+    minimise L_Total = L_Encode + α L_Align + β L_Cluster for ``epochs`` (Adam, mini-batches of
+    ``batch_size`` rows; the GCN always propagates over the whole graph). Pseudo-labels and the DEC
+    target P are refreshed from a full forward pass every ``pseudo_update_every`` epochs.
 
     ``preprocess`` (``"zscore_l2"``: z-score then row ℓ2, the paper's setting; ``"zscore"``) and
     ``graph_metric`` (``"cosine"``, the paper's; ``"euclidean"``) choose the input normalisation and the
     kNN metric; the row-ℓ2/cosine pair discards row norms, which carry the class in ring-like data.
 
-    ``lambda1`` (default 1, the standard VAE weight; *inferred*, the paper gives none): with 1e-3 the
-    VAE means grew to norms 5-11, λ₂ = 10 times the cross-view distillation (≈ 600) outweighed every
-    other loss (≈ 10) and l was carried by the weaker semantic means; at 1 the VAE means shrink
-    towards 0 (posterior collapse) and the GCN branch carries l (see the README).
+    ``lambda1`` (default 1; *inferred*, the paper gives none) and ``kl_scale``: with ``"variance"``
+    (default) view v's KL weight is λ₁ · 2σ̄_v², σ̄_v² the mean per-feature variance of its
+    preprocessed input, i.e. the ELBO of a Gaussian decoder with that variance written on the
+    (1/N)‖X̂ − X‖² scale (≈ 0.01-0.03 on mfeat); ``"none"`` uses λ₁ itself. A weight of 1 on
+    row-normalised inputs (‖x‖ = 1) collapses the posterior: the VAE reconstructs nothing.
+    ``normalize_fusion`` (default True): the gate mixes row-ℓ2-normalised μ and h (see ``GatedFusion``).
     ``graph_weighting`` (``"uniform"``, the spec's (1/N²)‖σ(HHᵀ) − A‖²;
     ``"balanced"``: edges and non-edges weighted equally).
 
-    ``pretrain_batch_size`` (default 256; ``None`` = full batch): pretraining uses mini-batches of rows
-    (*inferred*; full-batch pretraining gives one Adam step per epoch and left the encoders so
-    under-trained that the k-means start was poor and joint training collapsed). ``balance`` (default
-    0, off): weight of the optional cluster-balance term log K − H(q̄) added to L_Cluster.
+    ``pretrain_batch_size`` and ``batch_size`` (both default 256; ``None`` = full batch): pretraining
+    and the joint phase use mini-batches of rows (*inferred*, as MFLVC and GCFAggMVC train; full batch
+    gives one Adam step per epoch and leaves the networks under-trained). In a joint step the VAE terms,
+    the fusion, the clustering loss, the distillation, the InfoNCE (within the batch) and the triplets
+    use the batch's rows, the graph term the batch's rows of sigmoid(HHᵀ) against A. ``balance``
+    (default 0, off): weight of the optional cluster-balance term log K − H(q̄) added to L_Cluster.
 
     Ablations: ``use_semantic=False`` (w/o VAE), ``use_structure=False`` (w/o GCN),
     ``fusion="average"`` (gate and view weights replaced by the plain mean), ``use_alignment=False``.
 
     Attributes (after ``fit``): ``labels_ (N,)``, ``embedding_ (N, z)``, ``proba_ (N, K)``,
     ``gate_values_ (N, V)`` (mean semantic share s̄ per sample and view), ``view_weights_ (N, V)``
-    (α̂), ``history_`` (per-epoch losses, ACC/NMI when y is given, refresh epochs, seconds),
-    ``graphs_`` (list of V binary scipy CSR kNN graphs), ``n_views_``.
+    (α̂), ``history_`` (per-epoch losses: batch means weighted by batch size; ACC/NMI when y is given, of the
+    full forward pass at the start of each joint epoch; refresh epochs; seconds),
+    ``graphs_`` (list of V binary scipy CSR kNN graphs), ``semantic_means_`` (list of V ``(N, z)`` VAE
+    means, empty without the semantic branch), ``kl_weights_`` (V effective KL weights), ``n_views_``.
     """
 
     def __init__(self, n_clusters: int, latent_dim: int = 64, hidden_dims=(256, 128), gcn_hidden: int = 128,
@@ -98,9 +106,10 @@ class DREAM(ClusterMixin, BaseEstimator):
                  use_alignment: bool = True, alpha: float = 1.0, beta: float = 1.0, lambda1: float = 1.0,
                  lambda2: float = 10.0, lambda3: float = 1.0, tau: float = 0.5, margin: float = 1.0,
                  n_triplets: int = 2048, pseudo_update_every: int = 3, pretrain_epochs: int = 100,
-                 epochs: int = 150, lr: float = 1e-3, batch_size: int | None = None, device: str = "auto",
+                 epochs: int = 150, lr: float = 1e-3, batch_size: int | None = 256, device: str = "auto",
                  random_state=None, preprocess: str = "zscore_l2", graph_metric: str = "cosine",
                  balance: float = 0.0, graph_weighting: str = "uniform", pretrain_batch_size: int | None = 256,
+                 kl_scale: str = "variance", normalize_fusion: bool = True,
                  allow_single_view: bool = False, callback=None, verbose: bool = False):
         self.n_clusters = n_clusters
         self.latent_dim = latent_dim
@@ -131,6 +140,8 @@ class DREAM(ClusterMixin, BaseEstimator):
         self.balance = balance
         self.graph_weighting = graph_weighting
         self.pretrain_batch_size = pretrain_batch_size
+        self.kl_scale = kl_scale
+        self.normalize_fusion = normalize_fusion
         self.allow_single_view = allow_single_view
         self.callback = callback
         self.verbose = verbose
@@ -169,6 +180,8 @@ class DREAM(ClusterMixin, BaseEstimator):
             raise ValueError(f"preprocess: expected one of {PREPROCESS}, got {self.preprocess!r}")
         if self.graph_weighting not in GRAPH_WEIGHTINGS:
             raise ValueError(f"graph_weighting: expected one of {GRAPH_WEIGHTINGS}, got {self.graph_weighting!r}")
+        if self.kl_scale not in KL_SCALES:
+            raise ValueError(f"kl_scale: expected one of {KL_SCALES}, got {self.kl_scale!r}")
         if self.graph_metric not in ("cosine", "euclidean"):
             raise ValueError(f"graph_metric: expected 'cosine' or 'euclidean', got {self.graph_metric!r}")
         if not (self.use_semantic or self.use_structure):
@@ -189,9 +202,12 @@ class DREAM(ClusterMixin, BaseEstimator):
         return self.fusion
 
     # ------------------------------------------------------------------ pieces
-    def _prepare(self, Xs) -> tuple[list[torch.Tensor], list, list[torch.Tensor], list[torch.Tensor]]:
-        """Preprocessed views as tensors, kNN graphs, Â per view and the dense/sparse A per view."""
+    def _prepare(self, Xs) -> tuple[list[torch.Tensor], list, list[torch.Tensor], list[torch.Tensor], list[float]]:
+        """Preprocessed views as tensors, kNN graphs, Â per view, the dense/sparse A per view and the
+        per-view KL weights (λ₁ · 2σ̄_v² with ``kl_scale="variance"``)."""
         views = [preprocess_view(X, self.preprocess) for X in Xs]
+        kl_weights = [self.lambda1 * (2.0 * float(X.var(axis=0).mean()) if self.kl_scale == "variance" else 1.0)
+                      for X in views]
         graphs = ([knn_graph(X, k=self.k_neighbors, metric=self.graph_metric) for X in views]
                   if self.use_structure else [])
         xs = [torch.as_tensor(X, dtype=torch.float32, device=self.device_) for X in views]
@@ -203,16 +219,22 @@ class DREAM(ClusterMixin, BaseEstimator):
             adj = torch.sparse_coo_tensor(idx, torch.ones(coo.nnz), A.shape, check_invariants=False)
             adj = adj.coalesce().to(self.device_)
             adjs.append(adj.to_dense() if A.shape[0] <= 5000 else adj)
-        return xs, graphs, a_hats, adjs
+        return xs, graphs, a_hats, adjs, kl_weights
 
-    def _forward(self, xs, a_hats):
-        """Branch outputs and the fused embedding: (mus, logvars, x_hats, hs, l, s, alpha_hat)."""
+    def _branches(self, xs, a_hats, rows=None):
+        """(mus, logvars, x_hats) of the VAEs on the rows ``rows`` (all when None) and the GCN outputs
+        hs over the whole graph ``(N, z)``; ``None`` for an absent branch."""
         mus = logvars = x_hats = hs = None
         if self.use_semantic:
-            outs = [vae(x) for vae, x in zip(self.vaes_, xs)]
+            outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
             mus, logvars, x_hats = (list(t) for t in zip(*outs))
         if self.use_structure:
             hs = [gcn(x, a) for gcn, x, a in zip(self.gcns_, xs, a_hats)]
+        return mus, logvars, x_hats, hs
+
+    def _forward(self, xs, a_hats):
+        """Branch outputs and the fused embedding of all rows: (mus, logvars, x_hats, hs, l, s, alpha_hat)."""
+        mus, logvars, x_hats, hs = self._branches(xs, a_hats)
         l, s, alpha_hat = self.fusion_(mus, hs)
         return mus, logvars, x_hats, hs, l, s, alpha_hat
 
@@ -221,8 +243,8 @@ class DREAM(ClusterMixin, BaseEstimator):
         rows ``rows`` of sigmoid(HHᵀ) against A (an unbiased estimate of the full-matrix mean)."""
         loss = xs[0].new_zeros(())
         if self.use_semantic:
-            for x, xh, mu, lv in zip(xs, x_hats, mus, logvars):
-                loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, self.lambda1)
+            for x, xh, mu, lv, w in zip(xs, x_hats, mus, logvars, self.kl_weights_):
+                loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, w)
         if self.use_structure:
             for h, adj in zip(hs, adjs):
                 loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen, weighting=self.graph_weighting,
@@ -241,12 +263,7 @@ class DREAM(ClusterMixin, BaseEstimator):
             total = 0.0
             for start in range(0, n, size):
                 rows = None if size == n else order[start:start + size]
-                mus = logvars = x_hats = hs = None
-                if self.use_semantic:
-                    outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
-                    mus, logvars, x_hats = (list(t) for t in zip(*outs))
-                if self.use_structure:
-                    hs = [gcn(x, a) for gcn, x, a in zip(self.gcns_, xs, a_hats)]
+                mus, logvars, x_hats, hs = self._branches(xs, a_hats, rows)
                 loss = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs, rows)
                 opt.zero_grad()
                 loss.backward()
@@ -255,17 +272,14 @@ class DREAM(ClusterMixin, BaseEstimator):
             self._log(epoch, "pretrain", {"encode": total, "total": total}, None)
 
     def _align_loss(self, mus, hs, l, pseudo) -> torch.Tensor:
+        """L_Align on one batch: ``mus``, ``hs`` and ``l`` hold the same rows, ``pseudo`` their labels."""
         loss = l.new_zeros(())
         if self.n_views_ > 1:
             if self.use_semantic:
                 loss = loss + self.lambda2 * distill_loss(mus)
             if self.use_structure:
                 loss = loss + self.lambda2 * distill_loss(hs)
-        rows = None
-        if self.batch_size is not None and self.batch_size < l.shape[0]:
-            picked = self._rng.choice(l.shape[0], self.batch_size, replace=False)
-            rows = torch.as_tensor(picked, device=l.device)
-        loss = loss + intra_sample_infonce(l, mus, hs, self.tau, rows=rows)
+        loss = loss + intra_sample_infonce(l, mus, hs, self.tau)
         if len(np.unique(pseudo)) < 2:
             self.history_["inter_skipped"] += 1
         return loss + inter_cluster_triplet(l, pseudo, self.n_triplets, self.margin, self._rng)
@@ -307,11 +321,11 @@ class DREAM(ClusterMixin, BaseEstimator):
         self._rng = np.random.default_rng(seed)
         self._torch_gen = torch.Generator().manual_seed(seed)
         self.n_views_ = len(views)
-        xs, self.graphs_, a_hats, adjs = self._prepare(views)
+        xs, self.graphs_, a_hats, adjs, self.kl_weights_ = self._prepare(views)
         z = self.latent_dim
         self.vaes_ = torch.nn.ModuleList(ViewVAE(x.shape[1], tuple(self.hidden_dims), z) for x in xs)
         self.gcns_ = torch.nn.ModuleList(ViewGCN(x.shape[1], self.gcn_hidden, z) for x in xs)
-        self.fusion_ = GatedFusion(self.n_views_, z, mode=self._fusion_mode())
+        self.fusion_ = GatedFusion(self.n_views_, z, mode=self._fusion_mode(), normalize=self.normalize_fusion)
         self.head_ = StudentTClusterHead(self.n_clusters, z)
         for module in (self.vaes_, self.gcns_, self.fusion_, self.head_):
             module.to(self.device_).train()
@@ -328,35 +342,34 @@ class DREAM(ClusterMixin, BaseEstimator):
         params = [*self.vaes_.parameters(), *self.gcns_.parameters(), *self.fusion_.parameters(),
                   *self.head_.parameters()]
         opt = torch.optim.Adam(params, lr=self.lr)
+        size = n if self.batch_size is None else min(self.batch_size, n)
         p = pseudo = None
         for epoch in _bar(range(self.epochs), progress, "joint epochs"):
-            mus, logvars, x_hats, hs, l, _, _ = self._forward(xs, a_hats)
-            q = self.head_(l)
+            with torch.no_grad():
+                q_all = self.head_(self._forward(xs, a_hats)[4])
             if epoch % self.pseudo_update_every == 0:
-                p = dec_target(q.detach())
+                p = dec_target(q_all)
                 pseudo = p.argmax(dim=1).cpu().numpy()
                 self.history_["refresh_epochs"].append(epoch)
-            encode = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs)
-            clus = cluster_loss(q, p, self.lambda3, self.balance)
-            align = self._align_loss(mus, hs, l, pseudo) if self.use_alignment else l.new_zeros(())
-            total = encode + self.alpha * align + self.beta * clus
-            if not torch.isfinite(total):
-                raise FloatingPointError(f"DREAM: the loss became {float(total)} at epoch {epoch}; lower lr")
-            opt.zero_grad()
-            total.backward()
-            opt.step()
-            parts = {"encode": encode.detach(), "align": align.detach(), "cluster": clus.detach(),
-                     "total": total.detach()}
-            self._log(epoch, "train", parts, y, q.detach())
+            order = torch.as_tensor(self._rng.permutation(n), device=self.device_)
+            sums = dict.fromkeys(("encode", "align", "cluster", "total"), 0.0)
+            for start in range(0, n, size):
+                rows = None if size == n else order[start:start + size]
+                parts = self._joint_step(opt, xs, adjs, a_hats, rows, p, pseudo, epoch)
+                share = (n if rows is None else rows.numel()) / n
+                for key, value in parts.items():
+                    sums[key] += value * share
+            self._log(epoch, "train", sums, y, q_all)
             if self.callback is not None:
-                self.callback(self, epoch, {"p": p.clone(), "pseudo": pseudo.copy(), "q": q.detach().clone()})
+                self.callback(self, epoch, {"p": p.clone(), "pseudo": pseudo.copy(), "q": q_all.clone()})
 
         for module in (self.vaes_, self.gcns_, self.fusion_, self.head_):
             module.eval()
         with torch.no_grad():
-            *_, l, s, alpha_hat = self._forward(xs, a_hats)
+            mus, _, _, _, l, s, alpha_hat = self._forward(xs, a_hats)
             q = self.head_(l)
         self._train_views = views
+        self.semantic_means_ = [] if mus is None else [m.cpu().numpy() for m in mus]
         self.embedding_ = l.cpu().numpy()
         self.proba_ = q.cpu().numpy()
         self.labels_ = self.proba_.argmax(axis=1)
@@ -365,13 +378,35 @@ class DREAM(ClusterMixin, BaseEstimator):
         self.history_["seconds"] = time.perf_counter() - start
         return self
 
+    def _joint_step(self, opt, xs, adjs, a_hats, rows, p, pseudo, epoch) -> dict[str, float]:
+        """One Adam step of L_Total on the rows ``rows`` (all when None); returns the loss parts."""
+        mus, logvars, x_hats, hs = self._branches(xs, a_hats, rows)
+        hs_rows = None if hs is None or rows is None else [h[rows] for h in hs]
+        l = self.fusion_(mus, hs if rows is None else hs_rows)[0]
+        q = self.head_(l)
+        encode = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs, rows)
+        clus = cluster_loss(q, p if rows is None else p[rows], self.lambda3, self.balance)
+        if self.use_alignment:
+            align = self._align_loss(mus, hs if rows is None else hs_rows, l,
+                                     pseudo if rows is None else pseudo[rows.cpu().numpy()])
+        else:
+            align = l.new_zeros(())
+        total = encode + self.alpha * align + self.beta * clus
+        if not torch.isfinite(total):
+            raise FloatingPointError(f"DREAM: the loss became {float(total)} at epoch {epoch}; lower lr")
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+        return {"encode": float(encode.detach()), "align": float(align.detach()), "cluster": float(clus.detach()),
+                "total": float(total.detach())}
+
     def _embed(self, Xs) -> tuple[torch.Tensor, torch.Tensor]:
         if not hasattr(self, "labels_"):
             raise RuntimeError("DREAM: call fit before transform/predict")
         views = check_views(Xs, self.allow_single_view)
         if len(views) != self.n_views_:
             raise ValueError(f"Xs: expected {self.n_views_} views as in fit, got {len(views)}")
-        xs, _, a_hats, _ = self._prepare(views)
+        xs, _, a_hats, _, _ = self._prepare(views)
         with torch.no_grad():
             l = self._forward(xs, a_hats)[4]
             return l, self.head_(l)

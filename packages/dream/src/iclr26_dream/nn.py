@@ -65,22 +65,30 @@ class GatedFusion(nn.Module):
     ``mode`` selects an ablation: ``"average"`` (g = (μ+h)/2 and α̂ = 1/V: the plain mean),
     ``"semantic_only"`` (g = μ, α from μ since no h exists), ``"structure_only"`` (g = h).
 
+    ``normalize`` (default True): μ and h are row-ℓ2-normalised before the gate, the mixing and the
+    view weights, so neither branch outweighs the other by its scale (*inferred*; the VAE means were
+    8x larger than the GCN outputs and swamped the fusion). ``False`` mixes the raw embeddings.
+
     ``forward(mus, hs)`` takes lists of V tensors ``(N, z)`` (``None`` for an absent branch) and
     returns ``(l (N, z), s (N, V, z), alpha_hat (N, V))``; s is 1 (semantic-only) or 0
     (structure-only) when a branch is absent and 0.5 under ``"average"``.
     """
 
-    def __init__(self, n_views: int, latent: int, weight_hidden: int | None = None, mode: str = "gate"):
+    def __init__(self, n_views: int, latent: int, weight_hidden: int | None = None, mode: str = "gate",
+                 normalize: bool = True):
         super().__init__()
         if mode not in FUSION_MODES:
             raise ValueError(f"mode: expected one of {FUSION_MODES}, got {mode!r}")
-        self.mode, self.n_views = mode, n_views
+        self.mode, self.n_views, self.normalize = mode, n_views, normalize
         weight_hidden = weight_hidden or max(1, latent // 2)
         self.gates = nn.ModuleList(nn.Linear(2 * latent, latent) for _ in range(n_views))
         self.weights = nn.ModuleList(_mlp([latent, weight_hidden, 1]) for _ in range(n_views))
 
     def forward(self, mus, hs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         ref = mus[0] if self.mode != "structure_only" else hs[0]
+        if self.normalize:
+            mus = None if mus is None else [F.normalize(m, dim=1) for m in mus]
+            hs = None if hs is None else [F.normalize(h, dim=1) for h in hs]
         if self.mode == "average":
             g = torch.stack([(m + h) / 2 for m, h in zip(mus, hs)], dim=1)  # (N, V, z)
             alpha_hat = torch.full(g.shape[:2], 1.0 / self.n_views, dtype=g.dtype, device=g.device)
