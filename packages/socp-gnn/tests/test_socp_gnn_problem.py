@@ -34,6 +34,20 @@ def test_p_norm_ball_dual_norm(p):
     assert abs(res.obj + np.linalg.norm(c, q)) < 1e-6
 
 
+@pytest.mark.parametrize("p", [1.0, 1.5, 3.0])
+def test_power_cone_form_matches_cvxpy_norm(p):
+    # the direct power-cone form against CVXPY's own cp.norm(., p) canonicalisation, on random instances
+    for i in range(4):
+        P = random_socp(seed=[77, i], g_shift=2.0, p=p).validate()
+        prob, x = P.to_cvxpy()
+        prob.solve(solver=cp.CLARABEL)
+        res = solve(P, min_norm=False)
+        assert res.status == ("optimal" if prob.status == cp.OPTIMAL else "infeasible")
+        if res.status == "optimal":
+            assert abs(res.obj - prob.value) <= 1e-6 * (1 + abs(prob.value))
+            assert P.residuals(res.x)["cone_max"] <= 1e-6
+
+
 def test_min_norm_second_stage_on_a_face_of_optima():
     # min x1 over the box, with (x2, x3) in a disc around (1, 1): a whole face of optima at x1 = -1
     P = SOCP(c=np.array([1.0, 0, 0]), A=[np.array([[0, 1.0, 0], [0, 0, 1.0]])], b=[np.array([-1.0, -1.0])],

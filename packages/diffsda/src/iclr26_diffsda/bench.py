@@ -75,8 +75,10 @@ CONFIGS = {
     "quick": Config(frames=8, seeds=3, n_train=1500, n_test=300, n_judge=2000, hidden_dim=64, mlp_hidden=32,
                     noise_repeats=2, steps=200, vae_steps=280, lr=2e-3, warmup=25, heun_steps=12, n_pairs=200,
                     probe_folds=0, n_controls=100, n_inversion=0, boost_rounds=60),
-    "full": Config(hidden_dim=64, mlp_hidden=32, n_train=4000, n_test=500, n_judge=3000, steps=1000, vae_steps=2000,
-                   n_pairs=300, n_controls=300, n_inversion=100),
+    # full: 5 paired seeds, the probes and the inversion check, sized for <= 15 min on 2 idle cores (8-frame tones
+    # as at quick); the long training on 16 frames is the paper scale's
+    "full": Config(frames=8, hidden_dim=64, mlp_hidden=32, n_train=3000, n_test=500, n_judge=3000, steps=600,
+                   vae_steps=800, warmup=50, n_pairs=300, n_controls=300, n_inversion=100),
     "paper": Config(n_train=10000, hidden_dim=256, mlp_hidden=128, steps=6000, vae_steps=12000),
 }
 PAPER_EXTRA = {

@@ -7,12 +7,13 @@ An instance with ``n`` variables and ``m`` cones, cone ``i`` having ``k_i`` norm
                 E x ∘ h                               (∘ ∈ {'<=', '==', '>='} per row)
                 lb ≤ x ≤ ub                           (entries may be ±inf)
 
-``solve`` builds Clarabel's conic data directly for ``p = 2`` (no CVXPY canonicalisation, a
-few milliseconds per instance) and goes through CVXPY's ``cp.norm(·, p)`` otherwise.
+``solve`` builds Clarabel's conic data directly (no CVXPY canonicalisation, a few milliseconds
+per instance): second-order cones for ``p = 2``; for another ``p`` each cone gets ``k_i`` auxiliary
+variables ``r ≥ 0`` with ``Σ_j r_j = t`` and ``|u_j| ≤ r_j^{1/p} t^{1-1/p}`` (one 3-d power cone per
+row; linear rows for ``p = 1``), which is ``‖u‖_p ≤ t`` exactly.
 """
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -278,10 +279,12 @@ class SolveResult:
 
 
 def conic_data(P: SOCP, extra_rows: tuple[np.ndarray, float] | None = None):
-    """Clarabel's form ``A x + s = b, s ∈ K`` of a ``p = 2`` instance: ``(A (rows, n) csc, b (rows,), cones)``.
+    """Clarabel's form ``A x̃ + s = b, s ∈ K``: ``(A (rows, n + n_aux) csc, b (rows,), cones)``.
 
-    Rows are ordered zero cone, nonnegative cone (linear rows, bounds, the optional ``extra_rows``
-    ``aᵀx ≤ β``), then one second-order cone ``[f_iᵀx + g_i; A_i x + b_i]`` of size ``k_i + 1`` per cone.
+    ``x̃ = [x; r]``: for ``p = 2`` there are no auxiliary variables and each cone is one second-order
+    cone ``[f_iᵀx + g_i; A_i x + b_i]`` of size ``k_i + 1``; otherwise ``r`` holds ``Σ k_i`` auxiliary
+    variables (``_p_cone_rows``). Rows are ordered zero cone, nonnegative cone (linear rows, bounds, the
+    optional ``extra_rows`` ``aᵀx ≤ β``), then the cones.
     """
     import clarabel
 
@@ -307,18 +310,53 @@ def conic_data(P: SOCP, extra_rows: tuple[np.ndarray, float] | None = None):
     if extra_rows is not None:
         in_A.append(extra_rows[0])
         in_b.append(extra_rows[1])
-    blocks = [np.asarray(eq_A).reshape(-1, n), np.asarray(in_A).reshape(-1, n)]
+    n_aux = 0 if P.p == 2.0 else sum(a.shape[0] for a in P.A)
+    blocks = [np.pad(np.asarray(rows).reshape(-1, n), ((0, 0), (0, n_aux))) for rows in (eq_A, in_A)]
     rhs = [np.asarray(eq_b, float), np.asarray(in_b, float)]
     cones = []
     if eq_A:
         cones.append(clarabel.ZeroConeT(len(eq_A)))
     if in_A:
         cones.append(clarabel.NonnegativeConeT(len(in_A)))
-    for a, bb, ff, gg in zip(P.A, P.b, P.f, P.g):
-        blocks.append(-np.vstack([ff[None], a]))
-        rhs.append(np.concatenate([[gg], bb]))
-        cones.append(clarabel.SecondOrderConeT(a.shape[0] + 1))
+    if P.p == 2.0:
+        for a, bb, ff, gg in zip(P.A, P.b, P.f, P.g):
+            blocks.append(-np.vstack([ff[None], a]))
+            rhs.append(np.concatenate([[gg], bb]))
+            cones.append(clarabel.SecondOrderConeT(a.shape[0] + 1))
+    else:
+        _p_cone_rows(P, n_aux, blocks, rhs, cones)
     return sp.csc_matrix(np.vstack(blocks)), np.concatenate(rhs), cones
+
+
+def _p_cone_rows(P: SOCP, n_aux: int, blocks: list, rhs: list, cones: list) -> None:
+    """Appends the rows of ``‖A_i x + b_i‖_p ≤ f_iᵀx + g_i`` (``p ≠ 2``) over ``x̃ = [x; r]``.
+
+    Per cone ``i`` with ``t = f_iᵀx + g_i`` and ``u = A_i x + b_i``: one zero-cone row ``Σ_j r_j = t``, then
+    per row ``j`` the power cone ``(r_j, t, u_j) ∈ K_{1/p}`` (``r_j^{1/p} t^{1-1/p} ≥ |u_j|``), or for
+    ``p = 1`` the two rows ``r_j ∓ u_j ≥ 0``. Summing ``|u_j|^p ≤ r_j t^{p-1}`` gives ``‖u‖_p^p ≤ t^p``.
+    """
+    import clarabel
+
+    start = 0
+    for a, bb, ff, gg in zip(P.A, P.b, P.f, P.g):
+        k = a.shape[0]
+        R = np.zeros((k, P.n + n_aux))  # row j picks r_j out of x̃
+        R[:, P.n + start:P.n + start + k] = np.eye(k)
+        start += k
+        fx = np.concatenate([ff, np.zeros(n_aux)])
+        ax = np.hstack([a, np.zeros((k, n_aux))])
+        blocks.append((R.sum(0) - fx)[None])
+        rhs.append(np.array([gg]))
+        cones.append(clarabel.ZeroConeT(1))
+        if P.p == 1.0:
+            blocks += [ax - R, -(ax + R)]
+            rhs += [-bb, bb]
+            cones.append(clarabel.NonnegativeConeT(2 * k))
+            continue
+        for j in range(k):
+            blocks.append(-np.vstack([R[j], fx, ax[j]]))
+            rhs.append(np.array([0.0, gg, bb[j]]))
+            cones.append(clarabel.PowerConeT(1.0 / P.p))
 
 
 def _clarabel(P: SOCP, q: np.ndarray, quad: float, extra_rows=None, tol: float = 1e-8):
@@ -326,7 +364,9 @@ def _clarabel(P: SOCP, q: np.ndarray, quad: float, extra_rows=None, tol: float =
     import clarabel
 
     A, b, cones = conic_data(P, extra_rows)
-    Pm = sp.csc_matrix(quad * sp.eye(P.n)) if quad else sp.csc_matrix((P.n, P.n))
+    n_all = A.shape[1]  # x and, for p != 2, the auxiliary variables
+    Pm = sp.csc_matrix(sp.diags(np.r_[np.full(P.n, float(quad)), np.zeros(n_all - P.n)]))
+    q = np.concatenate([q, np.zeros(n_all - P.n)])
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
@@ -335,25 +375,7 @@ def _clarabel(P: SOCP, q: np.ndarray, quad: float, extra_rows=None, tol: float =
     status = str(sol.status)
     name = ("optimal" if status == "Solved" else "infeasible" if status == "PrimalInfeasible"
             else "unbounded" if status == "DualInfeasible" else f"other:{status}")
-    return name, np.asarray(sol.x, float), float(sol.solve_time)
-
-
-def _cvxpy_solve(P: SOCP, objective=None, extra=None):
-    import cvxpy as cp
-
-    prob, x = P.to_cvxpy(objective)
-    if extra is not None:
-        prob = cp.Problem(prob.objective, prob.constraints + [extra[0] @ x <= extra[1]])
-    start = time.perf_counter()
-    try:
-        prob.solve(solver=cp.CLARABEL)
-    except cp.SolverError:
-        return "other:solver_error", None, time.perf_counter() - start
-    secs = time.perf_counter() - start
-    st = prob.status
-    name = "optimal" if st == cp.OPTIMAL else "infeasible" if st == cp.INFEASIBLE else (
-        "unbounded" if st == cp.UNBOUNDED else f"other:{st}")
-    return name, (None if x.value is None else np.asarray(x.value, float)), secs
+    return name, np.asarray(sol.x, float)[:P.n], float(sol.solve_time)
 
 
 def solve(P: SOCP, solver: str = "CLARABEL", min_norm: bool = True, tol: float = 1e-8,
@@ -361,11 +383,11 @@ def solve(P: SOCP, solver: str = "CLARABEL", min_norm: bool = True, tol: float =
     """Solves ``P`` exactly.
 
     Args:
-        P: the instance (``p = 2`` goes straight to Clarabel's conic interface, other ``p`` through CVXPY).
+        P: the instance (any ``p``: Clarabel's conic interface, see ``conic_data``).
         solver: only ``"CLARABEL"`` (the spec's labeller; ECOS is no longer shipped with CVXPY).
         min_norm: add the second stage ``min ‖x‖²`` s.t. the constraints and ``cᵀx ≤ obj* + tol·(1+|obj*|)``,
             so the returned solution is the minimum-norm optimum (well defined on degenerate instances).
-        tol: Clarabel's tolerances for ``p = 2`` (and the second stage's slack unless ``slack`` is given).
+        tol: Clarabel's tolerances (and the second stage's slack unless ``slack`` is given).
         slack: the second stage's relative optimality slack (``None`` = ``tol``); larger objectives such as
             OPF costs need ≈1e-6 because the first stage's value is only accurate to Clarabel's tolerance.
         regularise: if > 0, solve ``min cᵀx + regularise·‖x‖²`` instead (used for the uniqueness check).
@@ -378,24 +400,13 @@ def solve(P: SOCP, solver: str = "CLARABEL", min_norm: bool = True, tol: float =
     if not tol > 0:
         raise ValueError(f"tol: expected a positive number, got {tol}")
     P = P.validate()
-    if P.p == 2.0:
-        status, x, secs = _clarabel(P, P.c, 2.0 * regularise, tol=tol)
-    else:
-        import cvxpy as cp
-
-        obj = (lambda v: P.c @ v + regularise * cp.sum_squares(v)) if regularise else None
-        status, x, secs = _cvxpy_solve(P, obj)
+    status, x, secs = _clarabel(P, P.c, 2.0 * regularise, tol=tol)
     if status != "optimal":
         return SolveResult(status, None, None, secs)
     obj = float(P.c @ x)
     if min_norm and not regularise:
         extra = (P.c, obj + (tol if slack is None else slack) * (1.0 + abs(obj)))
-        if P.p == 2.0:
-            st2, x2, s2 = _clarabel(P, np.zeros(P.n), 2.0, extra_rows=extra, tol=tol)
-        else:
-            import cvxpy as cp
-
-            st2, x2, s2 = _cvxpy_solve(P, lambda v: cp.sum_squares(v), extra)
+        st2, x2, s2 = _clarabel(P, np.zeros(P.n), 2.0, extra_rows=extra, tol=tol)
         secs += s2
         if st2 != "optimal":
             return SolveResult(f"other:min_norm_{st2}", None, None, secs)

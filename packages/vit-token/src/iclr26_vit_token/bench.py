@@ -55,7 +55,8 @@ SCALE_CONFIGS = {
                          cls_folds=3),
     "quick": ScaleConfig(960, 400, 200, steps=30, batch_size=32, seg_epochs=8, n_seeds=3, train_ablations=False,
                          cls_folds=3, random_init_every_seed=False),
-    "full": ScaleConfig(8000, 1000, 500, steps=450, batch_size=64, seg_epochs=20, n_seeds=5, train_ablations=True),
+    # full: 5 paired seeds, sized for <= 15 min on 2 idle cores (longer pretraining is the paper scale's)
+    "full": ScaleConfig(8000, 1000, 500, steps=100, batch_size=64, seg_epochs=12, n_seeds=5, train_ablations=True),
     "paper": ScaleConfig(8000, 2000, 1000, steps=1500, batch_size=128, seg_epochs=30, n_seeds=10,
                          train_ablations=True),
 }
