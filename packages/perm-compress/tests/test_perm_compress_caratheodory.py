@@ -10,6 +10,7 @@ from iclr26_perm_compress import (
     reduce_block,
     tchakaloff_bound,
 )
+from iclr26_perm_compress.caratheodory import reduce_one
 
 
 def test_each_step_removes_a_point_keeps_moments_and_signs():
@@ -75,3 +76,16 @@ def test_reduction_preserves_moments_on_random_sets(seed, m, k, extra):
 def test_bad_target_is_refused():
     with pytest.raises(ValueError, match="target"):
         caratheodory_reduce(np.zeros((5, 1)), None, 1, target=0)
+
+
+@pytest.mark.parametrize("n_extra", [1, 5])
+def test_qr_step_keeps_moments_like_the_svd_step(n_extra):
+    rng = np.random.default_rng(11)
+    A = moment_features(rng.uniform(-1, 1, (10 + n_extra, 2)), 3).T  # (10, 10 + n_extra)
+    c = rng.uniform(0.5, 2, A.shape[1])
+    new = reduce_one(A, c)
+    assert (new >= 0).all() and (new == 0).sum() >= 1
+    np.testing.assert_allclose(A @ new, A @ c, rtol=1e-12, atol=1e-12 * np.abs(A @ c).max())
+    # on N + 1 points the null vector is unique: the QR step and the SVD step agree
+    if n_extra == 1:
+        np.testing.assert_allclose(new, caratheodory_step(A, c), atol=1e-10)

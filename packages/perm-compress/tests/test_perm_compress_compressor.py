@@ -3,7 +3,10 @@ import warnings
 import numpy as np
 import pytest
 from iclr26_perm_compress import MomentCompressor, moments, sigmoid_benchmark, symmetric_value, tchakaloff_bound
+from iclr26_perm_compress.compressor import STANDARDISED_VARIANT
 from scipy.special import expit
+
+VARIANTS = {"official": {}, "standardised": STANDARDISED_VARIANT}
 
 
 def _poly(W):
@@ -11,10 +14,11 @@ def _poly(W):
 
 
 @pytest.mark.parametrize("strategy", ["hybrid", "greedy"])
-def test_polynomials_of_degree_k_are_exact(strategy):
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_polynomials_of_degree_k_are_exact(strategy, variant):
     rng = np.random.default_rng(0)
     W = rng.uniform(-1, 1, (1500, 3))
-    mc = MomentCompressor(k=4, target_size=60, strategy=strategy, random_state=0).fit(W)
+    mc = MomentCompressor(k=4, target_size=60, strategy=strategy, random_state=0, **VARIANTS[variant]).fit(W)
     assert mc.support_.size <= 60 and (mc.weights_ > 0).all()
     assert mc.weights_.sum() == pytest.approx(1500, rel=1e-12)
     exact = symmetric_value(W, None, _poly)
@@ -71,14 +75,38 @@ def test_sigmoid_benchmark_against_direct_formula():
     assert sigmoid_benchmark(W, c, X) == pytest.approx(direct, rel=1e-12)
 
 
-def test_compression_beats_random_subset_on_sigmoid_benchmark():
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_compression_beats_random_subsets_on_sigmoid_benchmark(variant):
     rng = np.random.default_rng(5)
     W, X = rng.uniform(-1, 1, (3000, 2)), rng.normal(size=(10, 2))
-    mc = MomentCompressor(k=2, ratio=0.1, random_state=0).fit(W)
+    mc = MomentCompressor(k=2, ratio=0.1, random_state=0, **VARIANTS[variant]).fit(W)
     exact = sigmoid_benchmark(W, None, X)
-    sub = rng.choice(3000, mc.support_.size, replace=False)
-    random_error = abs(sigmoid_benchmark(W[sub], None, X) - exact)
+    random_error = np.mean([abs(sigmoid_benchmark(W[rng.choice(3000, mc.support_.size, replace=False)], None, X)
+                                - exact) for _ in range(50)])
     assert abs(sigmoid_benchmark(mc.points_, mc.weights_, X) - exact) < 1e-3 * random_error
+
+
+def test_default_is_the_official_construction():
+    """Raw coordinates, k-means clusters of about N + 1 points, pure greedy from d' + 2000 alive points on."""
+    rng = np.random.default_rng(7)
+    W = rng.uniform(-1, 1, (2400, 2)) * [100.0, 0.01]  # standardising would change the clusters, raw does not
+    greedy = MomentCompressor(k=2, target_size=400, random_state=0).fit(W)
+    assert greedy.timings_["kmeans"] == 0 and greedy.n_iter_ == 2000  # 2400 <= 400 + 2000: one point per step
+    hybrid = MomentCompressor(k=2, target_size=300, random_state=0).fit(W)
+    assert hybrid.timings_["kmeans"] > 0 and hybrid.support_.size <= 300
+    np.testing.assert_allclose(moments(hybrid.points_, hybrid.weights_, 2), moments(W, None, 2), rtol=1e-9)
+    with pytest.raises(ValueError, match="greedy_threshold"):
+        MomentCompressor(k=2, greedy_threshold=-1).fit(W)
+
+
+def test_greedy_step_takes_the_tightest_cluster():
+    rng = np.random.default_rng(8)
+    n_feat = tchakaloff_bound(2, 2)
+    tight = 1e-3 * rng.uniform(-1, 1, (n_feat + 1, 2)) + 0.5
+    W = np.vstack([tight, rng.uniform(-1, 1, (200, 2))])
+    mc = MomentCompressor(k=2, target_size=W.shape[0] - 1, strategy="greedy").fit(W)
+    removed = np.setdiff1d(np.arange(W.shape[0]), mc.support_)
+    assert removed.size == 1 and removed[0] < n_feat + 1
 
 
 def test_bad_inputs_and_identity():

@@ -108,6 +108,20 @@ def reduce_block(A: np.ndarray, c: np.ndarray, max_remove: int | None = None, to
     return _clamp(c, tol)
 
 
+def reduce_one(A: np.ndarray, c: np.ndarray, tol: float = 1e-12) -> np.ndarray:
+    """One Caratheodory step on a block of ``n > N`` points, with a null vector from a QR of ``A^T``.
+
+    The last column of the complete QR factor of ``A^T`` (shape ``(n, N)``, n > N) is orthogonal
+    to the range of ``A^T``, hence a null vector of ``A`` whatever the rank; a QR is several
+    times cheaper than the SVD of ``caratheodory_step``. Returns new weights ``(n,)`` with the same
+    ``A c`` (round-off), non-negative, at least one more zero.
+    """
+    q, _ = np.linalg.qr(A.T, mode="complete")
+    z, pos = _positive_direction(q[:, -1])
+    new, _ = _step_along(c, z, pos)
+    return _clamp(new, tol)
+
+
 def local_moment_matrix(P: np.ndarray, exponents: np.ndarray) -> np.ndarray:
     """``phi`` of points centred and scaled to the unit box: shape ``(N, n)``.
 
@@ -128,7 +142,8 @@ def reduce_support(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: 
         P: points, float64 of shape ``(n, m)`` (already checked).
         c: non-negative weights, shape ``(n,)``; zero weights are not support.
         exponents: monomial multi-indices, shape ``(N, m)``.
-        target: stop once the support has at most ``max(target, N)`` points.
+        target: stop once the support has at most ``max(target, N)`` points (at ``N``, a rank-deficient
+            window is reduced to its rank, so duplicates merge).
         block: window size, default ``2 N``.
 
     Returns:
@@ -141,7 +156,10 @@ def reduce_support(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: 
     live = np.flatnonzero(c > 0)
     while live.size > target:
         idx = live[:block]
-        new = reduce_block(local_moment_matrix(P[idx], exponents), c[idx], max_remove=live.size - target, tol=tol)
+        # at the Tchakaloff bound every null vector may be used (duplicates merge down to rank A);
+        # above it, stop exactly at the target
+        cap = None if target == n_feat else live.size - target
+        new = reduce_block(local_moment_matrix(P[idx], exponents), c[idx], max_remove=cap, tol=tol)
         kept = new > 0
         if kept.all():  # only when the window has full column rank, i.e. it is not larger than N
             break

@@ -16,11 +16,17 @@ from joblib import Parallel, delayed
 from scipy.spatial import cKDTree
 from sklearn.cluster import KMeans
 
-from ._checks import check_order, check_points, check_weights
-from .caratheodory import local_moment_matrix, reduce_block, reduce_support
+from ._checks import check_order, check_points, check_positive_int, check_weights
+from .caratheodory import local_moment_matrix, reduce_one, reduce_support
 from .moments import _CHUNK_ENTRIES, _features, monomial_exponents
 
 STRATEGIES = ("hybrid", "greedy")
+# k-means clusters of about N / 0.98, i.e. about N + 1 points each, as in the official construction
+OFFICIAL_OVERSUBSCRIPTION = 1 / 0.98
+# the earlier variant of this package: standardised coordinates, clusters of about 4 N points,
+# greedy phase from 2 d' on (kept as an option: ``MomentCompressor(**STANDARDISED_VARIANT)``)
+STANDARDISED_VARIANT = {"standardize": True, "kmeans_oversubscription": 4.0, "greedy_switch": 2.0,
+                        "greedy_threshold": 0}
 
 
 def _reduce_cluster(P: np.ndarray, c: np.ndarray, exponents: np.ndarray) -> np.ndarray:
@@ -30,37 +36,48 @@ def _reduce_cluster(P: np.ndarray, c: np.ndarray, exponents: np.ndarray) -> np.n
 class MomentCompressor:
     """Compresses d weighted objects in R^m to ``target_size`` weighted objects by moment matching.
 
+    The defaults follow the official construction: clustering on the raw coordinates, k-means
+    rounds with clusters of about N + 1 points (each cluster with more than N points is reduced
+    to N), and the pure greedy phase once at most ``d' + 2000`` points are alive.
+
     Parameters (stored as given, checked in ``fit``):
         k: order of the matched moments (``N = C(m+k, k)`` monomials).
         target_size: wanted support size ``d'`` (>= N). Mutually exclusive with ``ratio``.
         ratio: ``d' = max(ceil(ratio * d), N)`` (the paper's Fig. 2 rule). Neither given: ``d' = N``.
         standardize: cluster in per-dimension standardised coordinates (moments are matched
             either way: an affine map sends degree <= k polynomials to degree <= k polynomials).
-        kmeans_oversubscription: s >= 1; k-means uses ``ceil(|supp| / (N s))`` clusters.
-        greedy_switch: switch from k-means rounds to the greedy phase once ``|supp| <= greedy_switch * d'``.
+        kmeans_oversubscription: s >= 1; k-means uses ``ceil(|supp| / (N s))`` clusters
+            (default ``1 / 0.98``: clusters of about N + 1 points).
+        greedy_switch, greedy_threshold: the k-means rounds stop, and the greedy phase starts, once
+            ``|supp| <= max(greedy_switch * d', d' + greedy_threshold)`` (defaults 1 and 2000).
         strategy: ``"hybrid"`` (k-means rounds then greedy, the paper's experiments) or ``"greedy"``
             (greedy smallest-radius clusters only, the variant the theorems are proved for).
         random_state: seed of k-means.
         n_jobs: parallel workers (joblib) for the per-cluster reductions.
+
+    ``MomentCompressor(**STANDARDISED_VARIANT)`` gives the earlier variant (standardised
+    coordinates, clusters of about 4 N points, greedy from ``2 d'``).
 
     Fitted attributes:
         support_: int array ``(d',)`` of kept indices into W (sorted).
         weights_: float array ``(d',)``, positive, ``sum = sum(sample_weight)``.
         points_: ``W[support_]``, shape ``(d', m)``.
         moment_error_: ``max |A (c' - c)| / max |A c|`` in the clustering coordinates.
-        n_iter_: number of reduction rounds (k-means rounds + greedy rounds).
+        n_iter_: number of reduction rounds (k-means rounds + greedy steps).
         timings_: seconds spent in ``kmeans``, ``reduce``, ``greedy`` and ``total``.
     """
 
     def __init__(self, k: int = 4, target_size: int | None = None, ratio: float | None = None,
-                 standardize: bool = True, kmeans_oversubscription: float = 4, greedy_switch: float = 2.0,
-                 strategy: str = "hybrid", random_state=None, n_jobs: int = 1):
+                 standardize: bool = False, kmeans_oversubscription: float = OFFICIAL_OVERSUBSCRIPTION,
+                 greedy_switch: float = 1.0, greedy_threshold: int = 2000, strategy: str = "hybrid",
+                 random_state=None, n_jobs: int = 1):
         self.k = k
         self.target_size = target_size
         self.ratio = ratio
         self.standardize = standardize
         self.kmeans_oversubscription = kmeans_oversubscription
         self.greedy_switch = greedy_switch
+        self.greedy_threshold = greedy_threshold
         self.strategy = strategy
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -88,6 +105,7 @@ class MomentCompressor:
             raise ValueError(f"kmeans_oversubscription: expected >= 1, got {self.kmeans_oversubscription!r}")
         if not float(self.greedy_switch) >= 1:
             raise ValueError(f"greedy_switch: expected >= 1, got {self.greedy_switch!r}")
+        check_positive_int(self.greedy_threshold, "greedy_threshold", minimum=0)
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
 
@@ -142,17 +160,17 @@ class MomentCompressor:
     def _compress(self, P: np.ndarray, c: np.ndarray, target: int) -> np.ndarray:
         rng = np.random.default_rng(self.random_state)
         if self.strategy == "hybrid":
-            while (c > 0).sum() > self.greedy_switch * target:
+            switch = max(float(self.greedy_switch) * target, target + int(self.greedy_threshold))
+            while (c > 0).sum() > switch:
                 before = int((c > 0).sum())
                 c = self._kmeans_round(P, c, target, rng)
                 self.n_iter_ += 1
-                if (c > 0).sum() > 0.95 * before:  # clusters too small to shrink further: go greedy
+                if (c > 0).sum() > 0.99 * before:  # clusters too small to shrink further: go greedy
                     break
-        while (c > 0).sum() > target:
-            t0 = time.perf_counter()
-            c = _greedy_round(P, c, self._exps, target)
-            self.timings_["greedy"] += time.perf_counter() - t0
-            self.n_iter_ += 1
+        t0 = time.perf_counter()
+        c, steps = _greedy_phase(P, c, self._exps, target)
+        self.timings_["greedy"] += time.perf_counter() - t0
+        self.n_iter_ += steps
         return c
 
     def _kmeans_round(self, P: np.ndarray, c: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
@@ -200,36 +218,71 @@ class MomentCompressor:
         return self.fit(W, sample_weight).transform()
 
 
-def _greedy_round(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: int) -> np.ndarray:
-    """One round of the greedy phase: disjoint (N+1)-nearest-neighbour clusters, smallest radius first.
+def _nearest_live(P: np.ndarray, rows: np.ndarray, alive: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``size`` nearest live points of each of ``rows`` (itself included), by brute force.
 
-    Every live point is a candidate seed; its cluster is itself plus its N nearest live
-    neighbours (``cKDTree``). Seeds are taken in order of increasing N-NN radius, skipping
-    clusters that overlap one already used in this round, and each cluster loses one point
-    by a Caratheodory step. The KD-tree is rebuilt in the next round.
+    Args:
+        P: points ``(n, m)``; rows: query indices ``(q,)``; alive: mask ``(n,)``; size: neighbours.
+
+    Returns:
+        ``(neighbours (q, size) nearest first, radius = distance to the farthest (q,))``.
     """
-    n_feat = exponents.shape[0]
-    live = np.flatnonzero(c > 0)
-    excess = live.size - target
-    size = min(n_feat + 1, live.size)
-    dist, nbr = cKDTree(P[live]).query(P[live], k=size)
-    radius = dist[:, -1] if dist.ndim == 2 else dist
-    nbr = nbr.reshape(live.size, size)
-    used = np.zeros(live.size, dtype=bool)
+    live = np.flatnonzero(alive)
+    Q = P[live]
+    sq = np.einsum("ij,ij->i", Q, Q)
+    nbr, radius = np.empty((rows.size, size), dtype=np.intp), np.empty(rows.size)
+    step = max(1, _CHUNK_ENTRIES // max(1, live.size))
+    for a in range(0, rows.size, step):
+        R = P[rows[a:a + step]]
+        d2 = np.einsum("ij,ij->i", R, R)[:, None] + sq[None, :] - 2.0 * R @ Q.T
+        part = np.argpartition(d2, size - 1, axis=1)[:, :size]
+        order = np.argsort(np.take_along_axis(d2, part, axis=1), axis=1, kind="stable")
+        part = np.take_along_axis(part, order, axis=1)
+        nbr[a:a + step] = live[part]
+        radius[a:a + step] = np.sqrt(np.maximum(np.take_along_axis(d2, part[:, -1:], axis=1)[:, 0], 0.0))
+    return nbr, radius
+
+
+def _greedy_phase(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: int) -> tuple[np.ndarray, int]:
+    """The greedy phase: one Caratheodory step at a time on the smallest live cluster.
+
+    A cluster is a live seed plus its N nearest live neighbours (N + 1 points); each step takes
+    the seed with the smallest N-NN radius, removes (at least) one point of its cluster by one
+    step of Algorithm A, and recomputes the clusters of the seeds whose neighbours died. The
+    first clusters come from a ``cKDTree``; the few recomputed ones per step by brute force.
+
+    Returns:
+        ``(new weights (d,), number of steps)``.
+    """
+    size = exponents.shape[0] + 1
+    pool = np.flatnonzero(c > 0)
+    if pool.size <= target:
+        return c, 0
     c = c.copy()
-    removed = 0
-    for seed in np.argsort(radius, kind="stable"):
-        if removed >= excess:
-            break
+    alive = np.ones(pool.size, dtype=bool)
+    Q = P[pool]
+    radius, nbr = cKDTree(Q).query(Q, k=size)
+    radius, nbr = radius.reshape(pool.size, size)[:, -1], nbr.reshape(pool.size, size)
+    steps = 0
+    while alive.sum() > target:
+        seed = int(np.argmin(radius))
+        if not np.isfinite(radius[seed]):
+            break  # every remaining cluster is degenerate beyond repair
         group = nbr[seed]
-        if used[group].any():
-            continue
-        used[group] = True
-        idx = live[group]
-        new = reduce_block(local_moment_matrix(P[idx], exponents), c[idx], max_remove=1)
-        removed += int((c[idx] > 0).sum() - (new > 0).sum())
+        idx = pool[group]
+        new = reduce_one(local_moment_matrix(P[idx], exponents), c[idx])
         c[idx] = new
-    return c
+        dead = group[new <= 0]
+        steps += 1
+        if dead.size == 0:
+            radius[seed] = np.inf  # no null vector moved a weight to 0: skip this seed
+            continue
+        alive[dead] = False
+        radius[dead] = np.inf
+        stale = np.flatnonzero(alive & np.isin(nbr, dead).any(axis=1))
+        if stale.size and alive.sum() > target:
+            nbr[stale], radius[stale] = _nearest_live(Q, stale, alive, size)
+    return c, steps
 
 
 def _relative_moment_error(P: np.ndarray, c0: np.ndarray, c: np.ndarray, exponents: np.ndarray) -> float:

@@ -32,12 +32,13 @@ def fitted_slope(x: Sequence[float], y: Sequence[float]) -> float:
 
 def error_scaling(m_list: Iterable[int] = (2,), k_list: Iterable[int] = (2, 4),
                   d_list: Iterable[int] = (2000, 4000, 8000, 16000), ratio: float = 0.1, trials: int = 5,
-                  seed: int = 0, n_probes: int = 10, progress=lambda it, **kw: it) -> dict:
+                  seed: int = 0, n_probes: int = 10, n_random: int = 20, progress=lambda it, **kw: it) -> dict:
     """Compression error of the sigmoid benchmark (Fig. 2) for every (m, k, d) and trial.
 
     Each trial draws ``w ~ U[-1, 1]^{d x m}`` and probes ``x_a ~ N(0, I_m)`` (``n_probes`` of them),
     compresses to ``d' = max(ceil(ratio d), N_{m,k})`` by moment matching, and, as the baseline,
-    keeps a uniformly random subset of the same size (weights d/d').
+    keeps a uniformly random subset of the same size (weights d/d'); ``random_error`` is the mean
+    absolute error over ``n_random`` independent subsets.
 
     Returns:
         ``{"records": [{"m", "k", "d", "trial", "target", "error", "random_error", "seconds"}],
@@ -46,6 +47,7 @@ def error_scaling(m_list: Iterable[int] = (2,), k_list: Iterable[int] = (2, 4),
     """
     m_list, k_list, d_list = list(m_list), [check_order(k) for k in k_list], list(d_list)
     trials = check_positive_int(trials, "trials")
+    n_random = check_positive_int(n_random, "n_random")
     rng = np.random.default_rng(seed)
     records = []
     jobs = [(m, k, d, t) for m in m_list for k in k_list for d in d_list for t in range(trials)]
@@ -55,10 +57,10 @@ def error_scaling(m_list: Iterable[int] = (2,), k_list: Iterable[int] = (2, 4),
         exact = sigmoid_benchmark(W, None, X)
         mc = MomentCompressor(k=k, ratio=ratio, random_state=int(rng.integers(2**31 - 1))).fit(W)
         approx = sigmoid_benchmark(mc.points_, mc.weights_, X)
-        subset = rng.choice(d, size=mc.support_.size, replace=False)
-        baseline = sigmoid_benchmark(W[subset], None, X)
+        random_errors = [abs(sigmoid_benchmark(W[rng.choice(d, size=mc.support_.size, replace=False)], None, X)
+                             - exact) for _ in range(n_random)]
         records.append({"m": m, "k": k, "d": d, "trial": t, "target": int(mc.support_.size),
-                        "error": abs(approx - exact), "random_error": abs(baseline - exact),
+                        "error": abs(approx - exact), "random_error": float(np.mean(random_errors)),
                         "seconds": mc.timings_["total"]})
     slopes, reference = {}, {}
     for m in m_list:
@@ -76,23 +78,35 @@ def curve_deviation(curve: Sequence[tuple[int, float]], reference: Sequence[tupl
     return float(max(abs(math.log(v) - math.log(ref[t])) for t, v in curve if t in ref))
 
 
+def late_gap(curve: Sequence[tuple[int, float]], reference: Sequence[tuple[int, float]],
+             fraction: float = 0.5) -> float:
+    """Mean of ``|log L(t) - log L_ref(t)|`` over the last ``fraction`` of the shared logged steps (t > 0)."""
+    ref = dict(reference)
+    gaps = [abs(math.log(v) - math.log(ref[t])) for t, v in curve if t in ref and t > 0]
+    return float(np.mean(gaps[-max(1, math.ceil(fraction * len(gaps))):]))
+
+
 def lth_experiment(width: int = 4000, target_width: int = 400, k: int = 4, n_train: int = 20000,
                    n_test: int = 10000, noise: float = 0.2, epochs: int = 60, batch_size: int = 512,
-                   optimizer: str = "adam", lr: float = 1e-3, log_every: int = 5, seed: int = 0,
-                   device: str | torch.device = "cpu") -> dict:
+                   optimizer: str = "adam", lr: float = 1e-3, log_every: int = 5, n_random: int = 4,
+                   n_random_init: int = 50, seed: int = 0, device: str | torch.device = "cpu",
+                   **compressor_options) -> dict:
     """The dynamical lottery ticket (Fig. 4): full net vs its moment-compressed net vs random sub-networks.
 
     A ReLU net of ``width`` neurons (PyTorch default init) is compressed to ``target_width``
     weighted neurons (order k on the objects ``(v, w, b)``, m = 4) and trained with the
-    ``1/c_j`` gradient rule; the baselines keep ``target_width`` random neurons (c = 1), once
-    as they are and once with outgoing weights rescaled by ``width / target_width``. All
-    nets see the same minibatch order on the cylindrical-harmonic regression (train targets
-    with N(0, noise^2), test targets clean).
+    ``1/c_j`` gradient rule; the baselines keep ``target_width`` random neurons (c = 1):
+    ``n_random`` independent draws trained as they are, and one draw with outgoing weights
+    rescaled by ``width / target_width``. All nets see the same minibatch order on the
+    cylindrical-harmonic regression (train targets with N(0, noise^2), test targets clean).
+    The epoch-0 mismatch of the random baseline is the mean over ``n_random_init`` draws.
 
     Returns:
-        ``{"curves": {method: [(step, test MSE)]}, "epoch_steps": int, "deviation": {method: dev},
-        "initial_rmse_to_full": {method: RMSE of predictions vs the full net at step 0},
-        "widths": {method: width}, "compression_seconds": float}``.
+        ``{"curves": {method: [(step, test MSE)]}`` (``"random"`` is the first draw),
+        ``"epoch_steps": int``, ``"deviation"`` and ``"gap"``: ``{method: max_t resp. late-epoch mean of
+        |log L - log L_full|}`` (random: mean over its draws), ``"initial_rmse_to_full": {method: RMSE of
+        predictions vs the full net at step 0}``, ``"output_std"``: std of the full net's test predictions
+        at step 0, ``"widths"``, ``"compression_seconds"``}``.
     """
     dev = torch.device(device)
     rng = np.random.default_rng(seed)
@@ -104,66 +118,84 @@ def lth_experiment(width: int = 4000, target_width: int = 400, k: int = 4, n_tra
 
     full = dense_two_layer(2, width, 1, generator=gen).to(dev)
     t0 = time.perf_counter()
-    compressed = compress_two_layer(full, k=k, target_width=target_width, random_state=seed)
+    compressed = compress_two_layer(full, k=k, target_width=target_width, random_state=seed, **compressor_options)
     seconds = time.perf_counter() - t0
-    nets = {
-        "full": full,
-        "compressed": compressed,
-        "random": random_subnetwork(full, target_width, rng=rng),
-        "random_rescaled": random_subnetwork(full, target_width, rng=rng, rescale=True),
-    }
+    draws = [random_subnetwork(full, target_width, rng=rng) for _ in range(check_positive_int(n_random, "n_random"))]
+    nets = {"full": full, "compressed": compressed, "random_rescaled": random_subnetwork(full, target_width, rng=rng,
+                                                                                         rescale=True)}
+    nets.update({f"random_{i}": net for i, net in enumerate(draws)})
     with torch.no_grad():
-        ref = nets["full"](X_test)
-        initial = {name: float(((net(X_test) - ref) ** 2).mean().sqrt()) for name, net in nets.items()}
+        ref = full(X_test)
+        rmse = lambda net: float(((net(X_test) - ref) ** 2).mean().sqrt())  # noqa: E731
+        initial = {name: rmse(net) for name, net in nets.items() if not name.startswith("random_")}
+        initial["random_rescaled"] = rmse(nets["random_rescaled"])
+        initial["random"] = float(np.mean([rmse(random_subnetwork(full, target_width, rng=rng))
+                                           for _ in range(check_positive_int(n_random_init, "n_random_init"))]))
+        output_std = float(ref.std())
     attach_compressed_dynamics(compressed)
     steps = minibatch_order(X.shape[0], batch_size, epochs, gen)
     per_epoch = math.ceil(X.shape[0] / batch_size)
     log_at = {e * per_epoch for e in range(0, epochs + 1, max(1, log_every))} | {len(steps)}
-    curves = {name: fit_regression(net, X, y, X_test, y_test, steps, optimizer, lr, log_at)
-              for name, net in nets.items()}
+    trained = {name: fit_regression(net, X, y, X_test, y_test, steps, optimizer, lr, log_at)
+               for name, net in nets.items()}
+    deviation = {name: curve_deviation(c, trained["full"]) for name, c in trained.items()}
+    gap = {name: late_gap(c, trained["full"]) for name, c in trained.items()}
+    random_names = [f"random_{i}" for i in range(len(draws))]
+    for table in (deviation, gap):
+        table["random"] = float(np.mean([table.pop(name) for name in random_names]))
+    curves = {name: c for name, c in trained.items() if name not in random_names}
+    curves["random"] = trained["random_0"]
     return {
         "curves": curves,
         "epoch_steps": per_epoch,
-        "deviation": {name: curve_deviation(curves[name], curves["full"]) for name in nets},
+        "deviation": deviation,
+        "gap": gap,
         "initial_rmse_to_full": initial,
-        "widths": {name: net.width for name, net in nets.items()},
+        "output_std": output_std,
+        "widths": {name: nets["random_0" if name == "random" else name].width for name in curves},
         "compression_seconds": seconds,
     }
 
 
 def dataset_experiment(d: int = 5000, target_size: int = 500, k: int = 4, teacher_width: int = 50,
                        student_width: int = 50, noise: float = 3.0, steps: int = 400, lr: float = 1e-2,
-                       optimizer: str = "adam", n_test: int = 10000, log_every: int = 20, seed: int = 0,
-                       device: str | torch.device = "cpu") -> dict:
+                       optimizer: str = "adam", n_test: int = 10000, log_every: int = 20, n_random: int = 1,
+                       seed: int = 0, device: str | torch.device = "cpu", **compressor_options) -> dict:
     """Dataset compression (Fig. 3): one student trained on the full, compressed and random-subset data.
 
     Objects are ``(x1, x2, y)`` from a random ReLU teacher with label noise N(0, noise^2); the
-    compressed set is trained with the weighted loss ``sum c_j l_j / sum c``, the random subset
-    (same size) with the plain mean. Full-batch updates, the same student initialisation for all three.
+    compressed set is trained with the weighted loss ``sum c_j l_j / sum c``, each of ``n_random``
+    random subsets (same size) with the plain mean. Full-batch updates, the same student
+    initialisation for all.
 
     Returns:
-        ``{"curves": {method: [(step, clean test MSE)]}, "final": {method: MSE}, "sizes": {method: n}}``.
+        ``{"curves": {method: [(step, clean test MSE)]}`` (``"random"``: the first draw), ``"final":
+        {method: MSE}`` (``"random"``: the mean over the draws), ``"sizes": {method: n}}``.
     """
     dev = torch.device(device)
     rng = np.random.default_rng(seed)
     teacher = Teacher(2, teacher_width, rng)
     X, y, _ = teacher_regression(check_positive_int(d, "d"), noise, teacher, rng)
     X_test, _, y_test = teacher_regression(check_positive_int(n_test, "n_test"), 0.0, teacher, rng)
-    Xc, yc, wc = compress_dataset(X, y, k=k, target_size=target_size, random_state=seed)
-    subset = rng.choice(d, size=wc.size, replace=False)
+    Xc, yc, wc = compress_dataset(X, y, k=k, target_size=target_size, random_state=seed, **compressor_options)
+    subsets = [rng.choice(d, size=wc.size, replace=False) for _ in range(check_positive_int(n_random, "n_random"))]
     as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=dev)  # noqa: E731
-    sets = {"full": (X, y, None), "compressed": (Xc, yc, wc), "random": (X[subset], y[subset], None)}
+    sets = {"full": (X, y, None), "compressed": (Xc, yc, wc)}
+    sets.update({f"random_{i}": (X[sub], y[sub], None) for i, sub in enumerate(subsets)})
     init = dense_two_layer(2, student_width, 1, generator=torch.Generator().manual_seed(seed)).state_dict()
     log_at = set(range(0, steps + 1, max(1, log_every))) | {steps}
-    curves = {}
+    trained = {}
     for name, (Xs, ys, ws) in sets.items():
         student = dense_two_layer(2, student_width, 1)
         student.load_state_dict(init)
         student.to(dev)
-        curves[name] = fit_regression(student, as_t(Xs), as_t(ys), as_t(X_test), as_t(y_test), [None] * steps,
-                                      optimizer, lr, log_at, sample_weight=None if ws is None else as_t(ws))
-    return {"curves": curves, "final": {n: c[-1][1] for n, c in curves.items()},
-            "sizes": {n: int(s[0].shape[0]) for n, s in sets.items()}}
+        trained[name] = fit_regression(student, as_t(Xs), as_t(ys), as_t(X_test), as_t(y_test), [None] * steps,
+                                       optimizer, lr, log_at, sample_weight=None if ws is None else as_t(ws))
+    randoms = [trained.pop(f"random_{i}") for i in range(len(subsets))]
+    final = {n: c[-1][1] for n, c in trained.items()}
+    final["random"] = float(np.mean([c[-1][1] for c in randoms]))
+    return {"curves": {**trained, "random": randoms[0]}, "final": final,
+            "sizes": {"full": d, "compressed": int(wc.size), "random": int(wc.size)}}
 
 
 def scaling_law_experiment(ds: Sequence[int] = (1000, 2000, 4000, 8000, 16000), rule: str = "16sqrt", k: int = 6,
