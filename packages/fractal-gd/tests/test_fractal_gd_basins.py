@@ -8,7 +8,7 @@ from iclr26_fractal_gd import (
     naive_basin_labels,
     refinement_flip_fraction,
 )
-from iclr26_fractal_gd.basins import BasinMap, grid_axes
+from iclr26_fractal_gd.basins import BasinMap, diagonal_clearance, grid_axes
 
 
 def _near(mask, k):
@@ -29,13 +29,19 @@ def test_ellipse_membership_matches_simulation():
 
 
 def test_grid_keeps_off_the_diagonals():
-    """Every sample keeps >= 1/4 pixel from u = v and u = -v (the one-dimensional invariant lines)."""
+    """Every sample keeps >= 1/4 pixel from u = v and u = -v on the symmetric square, >= 1/8 on any square-pixel
+    window; the old pixel-centre grid put a full row on u = -v (clearance 0)."""
     for res in (64, 201, 801, 1024):
-        us, vs = np.meshgrid(*grid_axes((-4, 4, -4, 4), res))
-        pixel = 8.0 / res
-        assert np.abs(us - vs).min() >= 0.249 * pixel and np.abs(us + vs).min() >= 0.249 * pixel
-        centres = (np.arange(res) + 0.5) * pixel - 4  # the old pixel-centre grid: a full row on u = -v
-        assert np.sum(np.isclose(centres[:, None], -centres[None, :], rtol=0, atol=1e-12)) == res
+        assert diagonal_clearance(*grid_axes((-4, 4, -4, 4), res)) >= 0.249
+        centres = (np.arange(res) + 0.5) * 8.0 / res - 4
+        assert diagonal_clearance(centres, centres) < 1e-12
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        u0, v0, w = rng.uniform(-3, 3), rng.uniform(-3, 3), rng.choice([1e-3, 0.1, 1.0, 8.0])
+        us, vs = grid_axes((u0, u0 + w, v0, v0 + w), int(rng.integers(16, 300)))
+        assert diagonal_clearance(us, vs) >= 0.124
+    b = basin_map(1.0, 0.5, 0.2, extent=(-1, 1, -1, 1), resolution=32, steps=5)
+    assert b.params["diagonal_clearance_px"] >= 0.249
 
 
 def test_symmetries_of_the_labels():

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from iclr26_fractal_gd import boundary_mask, box_counting_dimension
+from iclr26_fractal_gd.fractal import CONVENTIONS, boundary_dimension, dimension_spread, koch_snowflake
 
 
 def test_disk_boundary_is_one_dimensional():
@@ -57,3 +58,28 @@ def test_errors_and_warning():
     mask[::16, ::16] = True  # isolated points: flat counts below 16 px, area scaling above
     with pytest.warns(UserWarning, match="R\\^2"):
         box_counting_dimension(mask)
+
+
+def test_each_convention_alone_on_sets_of_known_dimension():
+    n, fit = 2048, (8, 512)
+    koch = koch_snowflake(6, n)
+    yy, xx = np.mgrid[:n, :n]
+    line = ((0.618034 * yy + 0.3 * xx) > 0.4 * n).astype(np.int8)
+    salt = (np.random.default_rng(1).random((n // 4, n // 4)) < 0.5).astype(np.int8)
+    for conv in CONVENTIONS:
+        assert abs(boundary_dimension(koch, conv, fit).D - np.log(4) / np.log(3)) <= 0.02, conv
+        assert abs(boundary_dimension(line, conv, fit).D - 1.0) <= 0.05, conv
+        assert boundary_dimension(salt, conv, (8, 128)).D == pytest.approx(2.0, abs=1e-9), conv
+    assert box_counting_dimension(np.ones((n, n), bool), fit_range=fit).D == pytest.approx(2.0, abs=1e-9)
+    with pytest.raises(ValueError, match="convention"):
+        boundary_dimension(koch, "edge6")
+    with pytest.raises(ValueError, match="single label"):
+        boundary_dimension(np.zeros((64, 64), np.int8), "mixed_box")
+
+
+def test_dimension_spread_covers_every_choice():
+    koch = koch_snowflake(5, 512)
+    spread = dimension_spread([koch[::2, ::2], koch], fit_starts=(2, 4))
+    assert len(spread.estimates) == 2 * 3 * 2
+    assert spread.low <= spread.D <= spread.high
+    assert len(spread.select(resolution=512, fit_start=4)) == 3

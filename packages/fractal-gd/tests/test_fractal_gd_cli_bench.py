@@ -1,6 +1,7 @@
 """CLI round trip and a smoke run of the benchmark."""
 import json
 
+import numpy as np
 from iclr26_fractal_gd.cli import main
 
 
@@ -27,6 +28,20 @@ def test_cli_round_trip(tmp_path, capsys):
     (tmp_path / "bad.npz").write_bytes(b"not an npz")
     assert main(["dimension", "--npz", str(tmp_path / "bad.npz")]) == 2
     assert capsys.readouterr().err.startswith("error: --npz: expected a basin.npz")
+    np.save(tmp_path / "a.npy", np.zeros(3))
+    np.savez(tmp_path / "nolabels.npz", extent=np.zeros(4))
+    with np.load(npz) as good:
+        arrays = dict(good)
+    np.savez(tmp_path / "flat.npz", **{**arrays, "labels": arrays["labels"].ravel()})
+    for name, why in (("a.npy", "not an .npz archive"), ("nolabels.npz", "no array labels"),
+                      ("flat.npz", "expected 2-D integers"), ("missing.npz", "no such file")):
+        try:
+            code = main(["evaluate", "--npz", str(tmp_path / name)])
+        except SystemExit as stop:  # a missing file is refused while parsing
+            code = stop.code
+        assert code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --npz: expected") and why in err and err.count("\n") == 1, err
     assert main(["sweep", "--eta", "0.8", "--segment", "1", "2", "1", "2", "--out", str(tmp_path / "z")]) == 2
     assert capsys.readouterr().err.startswith("error: --segment: expected two distinct end points")
     assert not (tmp_path / "z").exists()

@@ -203,16 +203,48 @@ def classify_points(u0, v0, y, eta, lam: float = 0.0, steps: int | None = None, 
             "steps_to_diverge": ds.astype(np.int32).reshape(shape)}
 
 
-U_OFFSET, V_OFFSET = 0.75, 0.5  # sample positions inside a pixel, in pixel widths; |u +- v| >= 1/4 px
+V_OFFSET = 0.5  # v samples at pixel centres; u samples at the fraction ``_u_offset`` picks, in [1/4, 3/4]
+
+
+def _circle_distance(x):
+    """Distance of x to the nearest integer."""
+    return np.abs(x - np.round(x))
+
+
+def _u_offset(u_min: float, v_min: float, du: float, dv: float) -> float:
+    """The in-pixel fraction of the u samples, in [1/4, 3/4], that keeps the grid farthest from u = ±v.
+
+    With square pixels (du = dv = d), u_j − v_i = d (c₋ + j − i + f) and u_j + v_i = d (c₊ + j + i + f) for
+    constants c∓, so both distances depend only on the fractional parts of c∓ + f. The best f in [1/4, 3/4]
+    (a tie goes to the larger) keeps every sample at least d/8 from both lines, d/4 on a symmetric square.
+    Non-square pixels get 3/4 (``basin_map`` records the clearance it reached).
+    """
+    if not np.isclose(du, dv, rtol=1e-12, atol=0):
+        return 0.75
+    c_minus, c_plus = (u_min - v_min) / du - V_OFFSET, (u_min + v_min) / du + V_OFFSET
+    bad = np.mod([-c_minus, -c_plus], 1.0)  # the fractions f that put a row of samples on a line
+    mids = np.mod([bad.mean(), bad.mean() + 0.5], 1.0)  # midpoints of the two arcs between them
+    candidates = np.array([0.75, 0.25, *[m for m in mids if 0.25 <= m <= 0.75]])
+    clearance = np.min(_circle_distance(candidates[:, None] - bad[None, :]), axis=1)
+    return float(candidates[np.argmax(clearance + 1e-12 * candidates)])
+
+
+def diagonal_clearance(us, vs) -> float:
+    """Smallest distance of a grid sample (us[j], vs[i]) to the lines u = v and u = −v, in pixel widths."""
+    us, vs = np.asarray(us, dtype=float), np.asarray(vs, dtype=float)
+    pixel = min(abs(us[1] - us[0]), abs(vs[1] - vs[0]))
+    du = us[None, :] - vs[:, None]
+    su = us[None, :] + vs[:, None]
+    return float(min(np.abs(du).min(), np.abs(su).min()) / pixel)
 
 
 def grid_axes(extent, resolution: int, offset: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (us, vs), each of shape (resolution,), over ``extent = (u_min, u_max, v_min, v_max)``.
 
-    ``offset=True`` samples inside each pixel: v at the pixel centre (fraction 1/2), u a quarter pixel
-    past it (fraction 3/4). On a square extent symmetric about 0 every sample then keeps a quarter pixel
-    from the measure-zero lines u = ±v, where the map is one-dimensional and its basins differ (plain
-    pixel centres put a whole row of samples on both lines). ``offset=False`` samples
+    ``offset=True`` samples inside each pixel: v at the pixel centre, u at the fraction of the pixel
+    (in [1/4, 3/4]) that keeps every sample farthest from the measure-zero lines u = ±v, where the map is
+    one-dimensional and its basins differ: at least 1/8 pixel for square pixels, 1/4 on a symmetric square
+    (u at 3/4). Plain pixel centres put a whole row of samples on u = −v there. ``offset=False`` samples
     ``linspace(min, max, resolution)``, endpoints included.
     """
     if not isinstance(extent, (tuple, list, np.ndarray)) or len(extent) != 4:
@@ -223,8 +255,8 @@ def grid_axes(extent, resolution: int, offset: bool = True) -> tuple[np.ndarray,
     resolution = _checks.positive_int("resolution", resolution, 16)
     if offset:
         i = np.arange(resolution)
-        return (u_min + (u_max - u_min) * (i + U_OFFSET) / resolution,
-                v_min + (v_max - v_min) * (i + V_OFFSET) / resolution)
+        du, dv = (u_max - u_min) / resolution, (v_max - v_min) / resolution
+        return u_min + du * (i + _u_offset(u_min, v_min, du, dv)), v_min + dv * (i + V_OFFSET)
     return np.linspace(u_min, u_max, resolution), np.linspace(v_min, v_max, resolution)
 
 
@@ -296,11 +328,35 @@ class BasinMap:
 
     @classmethod
     def load_npz(cls, path) -> BasinMap:
-        """Reads a map written by ``save_npz``."""
-        with np.load(path) as data:
+        """Reads a map written by ``save_npz``.
+
+        Raises:
+            ValueError: the file is not an .npz archive, lacks one of the arrays, or holds arrays of the
+                wrong shape or type (the message says which).
+        """
+        try:
+            data = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"not a numpy file ({err.__class__.__name__})") from err
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError(f"a single .npy array of shape {data.shape}, not an .npz archive")
+        with data:
+            missing = [k for k in _ARRAYS + ("extent",) if k not in data.files]
+            if missing:
+                raise ValueError(f"no array {', '.join(missing)}")
+            arrays = [data[k] for k in _ARRAYS]
+            extent = data["extent"]
             params = {k[len("param_"):]: data[k].item() for k in data.files if k.startswith("param_")}
-            return cls(data["labels"], data["final_u"], data["final_v"], data["steps_to_converge"],
-                       data["steps_to_diverge"], tuple(float(e) for e in data["extent"]), params)
+        labels = arrays[0]
+        if labels.ndim != 2 or min(labels.shape) < 2 or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels of shape {labels.shape} and dtype {labels.dtype} (expected 2-D integers)")
+        if any(a.shape != labels.shape for a in arrays) or extent.shape != (4,):
+            raise ValueError(f"arrays of shapes {[a.shape for a in arrays]} and extent {extent.shape} "
+                             "(expected equal shapes and 4 extent values)")
+        return cls(*arrays, tuple(float(e) for e in extent), params)
+
+
+_ARRAYS = ("labels", "final_u", "final_v", "steps_to_converge", "steps_to_diverge")
 
 
 def basin_map(eta, y, lam: float = 0.0, extent=(-4, 4, -4, 4), resolution: int = 1024, steps: int | None = None,
@@ -326,6 +382,10 @@ def basin_map(eta, y, lam: float = 0.0, extent=(-4, 4, -4, 4), resolution: int =
     us, vs = grid_axes(extent, resolution, offset)
     if dtype == "float32":
         warnings.warn("basin_map: float32 iterates; boundary dimensions can shift against float64", stacklevel=2)
+    clearance = diagonal_clearance(us, vs)
+    if clearance < 1e-3:
+        warnings.warn(f"basin_map: samples within {clearance:.2g} px of u = +-v, where the basins differ",
+                      stacklevel=2)
     uu, vv = np.meshgrid(us, vs)
     start = time.perf_counter()
     out = classify_points(uu, vv, y, eta, lam, steps, tol, blowup, labels, backend, device, dtype, chunk)
@@ -334,7 +394,8 @@ def basin_map(eta, y, lam: float = 0.0, extent=(-4, 4, -4, 4), resolution: int =
     params = {"eta": float(eta), "y": float(y), "lam": lam_f, "resolution": int(resolution),
               "steps": default_steps(float(eta), lam_f) if steps is None else int(steps), "tol": float(tol),
               "blowup": float(blowup), "labels": labels, "offset": bool(offset), "backend": backend,
-              "device": str(device), "dtype": dtype, "seconds": seconds}
+              "device": str(device), "dtype": dtype, "seconds": seconds,
+              "diagonal_clearance_px": clearance}
     return BasinMap(out["labels"], out["final_u"], out["final_v"], out["steps_to_converge"],
                     out["steps_to_diverge"], tuple(float(e) for e in extent), params)
 

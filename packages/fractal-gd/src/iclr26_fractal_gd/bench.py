@@ -19,8 +19,17 @@ from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
 
 from ._plotting import pyplot, save_figure
 from .basins import basin_map, classify_points, grid_axes, naive_basin_labels, refinement_flip_fraction, zoom_sequence
+from .chaos import ftle_map, topological_entropy
 from .dynamics import gd_scalar
-from .fractal import boundary_mask, box_counting_dimension, uncertainty_exponent
+from .fractal import (
+    CONVENTIONS,
+    boundary_dimension,
+    boundary_mask,
+    box_counting_dimension,
+    dimension_spread,
+    koch_snowflake,
+    uncertainty_exponent,
+)
 from .matrix import aligned_init, critical_step_size_aligned, gd_matrix, random_orthogonal
 from .sensitivity import segment_outcomes
 from .theory import active_branch, critical_step_size, ellipse_step_size, hessian_init_step_size, in_convergence_region
@@ -55,19 +64,27 @@ class Config:
     uncertainty_samples: int
     zoom_widths: tuple[float, ...]
     zoom_res: int
+    dim_res: tuple[int, ...]
+    dim_fit_starts: tuple[int, ...]
+    koch_res: int
+    entropy_periods: int
+    entropy_seeds: int
 
 
 SEEDS = {"smoke": 2, "quick": 3, "full": 5, "paper": 5}  # seeded steps (2, 5) run derive_seeds(seed, k)
 CONFIGS = {
     "smoke": Config(64, 100, 0.995, 40, 2000, 64, (2, 16), 64, 100, 64, 100, 50, 1000, 6, 10, 2000,
-                    32, 100, (16, 32), 200, (1.0, 0.1), 32),
-    "quick": Config(201, 3000, 0.995, 200, 20000, 512, (2, 128), 1024, 200, 512, 3000, 500, 6000, 6, 50, 20000,
-                    128, 3000, (128, 256, 512), 4000, (1.0, 0.1, 0.01), 256),
-    "full": Config(801, 3000, 0.999, 200, 20000, 1024, (2, 256), 2048, 200, 1024, 3000, 2000, 6000, 6, 200, 20000,
-                   256, 3000, (256, 512, 1024, 2048), 20000, (1.0, 0.1, 0.01, 1e-3), 512),
-    "paper": Config(4096, 3000, 0.999, 200, 20000, 8192, (2, 2048), 8192, 200, 8192, 3000, 2000, 6000, 64, 200,
+                    32, 100, (16, 32), 200, (1.0, 0.1), 32, (64,), (2, 4), 256, 3, 100),
+    "quick": Config(201, 3000, 0.9999, 200, 20000, 512, (2, 128), 1024, 200, 512, 3000, 500, 6000, 6, 50, 20000,
+                    128, 3000, (128, 256, 512), 4000, (1.0, 0.1, 0.01), 256, (512, 1024, 2048), (2, 4, 8), 2048, 5,
+                    400),
+    "full": Config(801, 3000, 0.9999, 200, 20000, 1024, (2, 256), 2048, 200, 1024, 3000, 2000, 6000, 6, 200, 20000,
+                   256, 3000, (256, 512, 1024, 2048), 20000, (1.0, 0.1, 0.01, 1e-3), 512, (512, 1024, 2048),
+                   (2, 4, 8), 2048, 6, 800),
+    "paper": Config(4096, 3000, 0.9999, 200, 20000, 8192, (2, 2048), 8192, 200, 8192, 3000, 2000, 6000, 64, 200,
                     20000, 1024, 3000, (1024, 2048, 4096, 8192), 1_000_000,
-                    (1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6), 8192),
+                    (1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6), 8192, (2048, 4096, 8192), (2, 4, 8), 4096, 6,
+                    1200),
 }
 ETAS_ELLIPSE = (0.5, 0.8, 0.95)
 CHUNK = 1 << 24  # initialisations per kernel call: bounds the memory of an 8192^2 grid
@@ -171,7 +188,60 @@ def _fractal(cfg, kw, metrics, rows, out_dir, figures):
     rows.append({"method": f"box dimension, lam=0.2, binary, {cfg.reg_binary_res}^2", "D": db, "r2": r2b})
     figures.append(str(b.save_png(out_dir / "fractal-gd_basin_regularised.png",
                                   "y=0.5, eta=1, lam=0.2 (3-class)")))
+    maps = [b.labels if r == cfg.reg_res else
+            basin_map(1.0, 0.5, 0.2, resolution=r, steps=cfg.reg_steps, labels="branch", **kw).labels
+            for r in cfg.dim_res]
+    spread = dimension_spread(maps, fit_starts=cfg.dim_fit_starts)
+    for e in spread.estimates:
+        rows.append({"method": f"box dimension, lam=0.2, 3-class, {e['resolution']}^2, {e['convention']}, "
+                     f"fit {e['fit'][0]}-{e['fit'][1]} px", "D": e["D"], "r2": e["r2"]})
+    finest = spread.select(resolution=max(cfg.dim_res), fit_start=max(cfg.dim_fit_starts))
+    metrics.update({"D_regularised_3class_median": spread.D, "D_regularised_3class_low": spread.low,
+                    "D_regularised_3class_high": spread.high,
+                    "D_convention_range_finest": float(max(finest) - min(finest))})
     return b, d3, db
+
+
+FTLE_STEPS = 10  # ~ log(R / 8) / 0.4 at R = 512: the time a pixel-sized offset needs to reach O(1) at the saddle
+
+
+def _lyapunov(reg_map, metrics, rows) -> tuple[float, float]:
+    """FTLE over ``FTLE_STEPS`` steps on the regularised map's grid: median on the 3-class boundary pixels and
+    in the two basins (converged pixels more than 2 px from any boundary)."""
+    us, vs = grid_axes(reg_map.extent, reg_map.labels.shape[0])
+    ftle, _ = ftle_map(*np.meshgrid(us, vs), 0.5, 1.0, 0.2, steps=FTLE_STEPS)
+    lab = reg_map.labels
+    boundary = boundary_mask(lab)
+    basins = (lab > 0) & ~_near(lab > 0, 2) & ~_near(lab == 1, 2)
+    on_b, in_b = float(np.median(ftle[boundary])), float(np.median(ftle[basins]))
+    metrics.update({"ftle_median_boundary": on_b, "ftle_median_basins": in_b,
+                    "ftle_fraction_positive_boundary": float(np.mean(ftle[boundary] > 0)),
+                    "ftle_fraction_negative_basins": float(np.mean(ftle[basins] < 0)),
+                    "ftle_median_diverged": float(np.median(ftle[lab == 0]))})
+    rows.append({"method": f"FTLE ({FTLE_STEPS} steps), lam=0.2, {lab.shape[0]}^2", "median_boundary": on_b,
+                 "median_basins": in_b})
+    return on_b, in_b
+
+
+def _estimators_on_known_sets(cfg, metrics, rows) -> float:
+    """Each boundary convention alone on images of known boundary dimension, fits from 8 px to R/4: a Koch
+    snowflake (log 4 / log 3), a straight line (1) and salt-and-pepper labels (2); and the mask estimator on
+    a filled square (2). Returns the largest Koch error over the conventions."""
+    n, fit = cfg.koch_res, (min(8, cfg.koch_res // 32), cfg.koch_res // 4)
+    yy, xx = np.mgrid[:n, :n]
+    sets = {"koch": (koch_snowflake(6, n), math.log(4) / math.log(3)),
+            "line": (((0.618034 * yy + 0.3 * xx) > 0.4 * n).astype(np.int8), 1.0),
+            "random": ((np.random.default_rng(0).random((n, n)) < 0.5).astype(np.int8), 2.0)}
+    koch_err = 0.0
+    for name, (lab, true) in sets.items():
+        for conv in CONVENTIONS:
+            d = boundary_dimension(lab, conv, fit).D
+            metrics[f"estimator_error[{name}, {conv}]"] = d - true
+            rows.append({"method": f"estimator check: {name} (D = {true:.4f}), {conv}", "D": d, "error": d - true})
+            if name == "koch":
+                koch_err = max(koch_err, abs(d - true))
+    metrics["estimator_error[filled square, mask]"] = box_counting_dimension(np.ones((n, n), bool), fit_range=fit).D - 2
+    return koch_err
 
 
 def _smooth(cfg, kw, metrics, rows, out_dir, figures):
@@ -395,6 +465,12 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     agree = _ellipse_law(cfg, kw, metrics, rows)
     threshold_claims = _threshold_claims(cfg, seeds, metrics, rows)
     reg_map, d3, db = _fractal(cfg, kw, metrics, rows, out_dir, figures)
+    koch_err = _estimators_on_known_sets(cfg, metrics, rows)
+    ftle_boundary, ftle_basins = _lyapunov(reg_map, metrics, rows)
+    entropy, orbits = topological_entropy(0.5, 1.0, 0.2, range(1, cfg.entropy_periods + 1), cfg.entropy_seeds)
+    metrics["topological_entropy"] = entropy
+    for n, count in orbits.items():
+        metrics[f"non_attracting_periodic_points_period_{n}"] = float(count)
     d_bin, d_branch = _smooth(cfg, kw, metrics, rows, out_dir, figures)
     conv, ratio, spread = np.array(
         [_sensitivity(cfg, np.random.default_rng([s, 5]), rows, out_dir if i == 0 else None, figures, f" (seed {s})")
@@ -408,6 +484,19 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     claims = [
         Claim("fractal_boundary_dimension", "box dimension 1.249 (Fig. 3: y=0.5, eta=1, lam=0.2)", d3,
               f"1.15 <= D(3-class, {cfg.reg_res}^2, {fit}) <= 1.35", bool(1.15 <= d3 <= 1.35)),
+        Claim.at_most("dimension_conventions_agree", "the box dimension does not hinge on the boundary convention",
+                      metrics["D_convention_range_finest"], 0.03,
+                      what=f"max - min of D over {', '.join(CONVENTIONS)} (3-class, {max(cfg.dim_res)}^2, fit from "
+                      f"{max(cfg.dim_fit_starts)} px)"),
+        Claim.at_most("estimators_on_koch", "each box-counting convention measures a known fractal", koch_err, 0.02,
+                      what=f"max over conventions of |D(Koch snowflake, {cfg.koch_res}^2) - log 4/log 3|"),
+        Claim("ftle_boundary_positive", "the dynamics on the fractal boundary is chaotic", ftle_boundary,
+              f"median FTLE ({FTLE_STEPS} steps) on boundary pixels > 0", bool(ftle_boundary > 0)),
+        Claim("ftle_basins_negative", "the basins of the minimisers contract", ftle_basins,
+              f"median FTLE ({FTLE_STEPS} steps) in the basins (> 2 px from a boundary) < 0", bool(ftle_basins < 0)),
+        Claim.at_least("topological_entropy", "chaos on the boundary: topological entropy >= log 3", entropy,
+                       math.log(3) - 0.05, what=f"log P_n / n, n = {cfg.entropy_periods} (P_n: non-attracting "
+                       f"fixed points of f^n by Newton from {cfg.entropy_seeds}^2 seeds)"),
         Claim.at_least("binary_boundary_fractal", "converge/diverge boundary is fractal with l2 regularisation", db,
                        1.08, what=f"D(binary, {cfg.reg_binary_res}^2)"),
         Claim("smooth_control_lam0", "without regularisation the region is a smooth ellipse", d_bin,

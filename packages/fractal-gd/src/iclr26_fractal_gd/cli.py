@@ -58,10 +58,8 @@ def _cmd_basin(args) -> int:
 def _cmd_dimension(args) -> int:
     try:
         b = BasinMap.load_npz(args.npz)
-    except Exception as err:
-        raise usage_error("--npz", "a basin.npz written by `iclr26-fractal-gd map`",
-                          f"{args.npz.name} ({'no array ' + str(err) if isinstance(err, KeyError) else 'unreadable'})"
-                          ) from err
+    except ValueError as err:
+        raise usage_error("--npz", "a basin.npz written by `iclr26-fractal-gd map`", f"{args.npz.name}: {err}") from err
     r = box_counting_dimension(boundary_mask(b.labels), fit_range=tuple(args.fit) if args.fit else None)
     print(f"D = {r.D:.4f}, R^2 = {r.r2:.5f}, fit {r.fit_range[0]}-{r.fit_range[1]} px\n{r.table()}")
     return 0
