@@ -23,13 +23,14 @@ from .sets import (
     chebyshev_center,
     set_from_spec,
 )
+from .sphere import SphericalCap
 
 __version__ = _version("iclr26-gfm")
 __all__ = [
     "__version__",
     "Ball", "Box", "ConvexSet", "Ellipsoid", "FunctionalSet", "GaugeFlowMatching", "GaugeMap", "Intersection",
-    "MirrorFM", "PlainFM", "Polytope", "ProjectedFM", "RejectionFM", "ReflectedFM", "StarUnion", "TARGETS",
-    "VelocityMLP", "ball_boundary_step", "boundary_atom_fraction", "chebyshev_center", "constraint_set",
+    "MirrorFM", "PlainFM", "Polytope", "ProjectedFM", "RejectionFM", "ReflectedFM", "SphericalCap", "StarUnion",
+    "TARGETS", "VelocityMLP", "ball_boundary_step", "boundary_atom_fraction", "chebyshev_center", "constraint_set",
     "load_csv", "load_npz", "make_target", "max_violation", "mmd_rbf", "project", "sample_target",
     "set_from_spec", "sliced_wasserstein", "uniform_ball", "violation_rate",
 ]

@@ -77,8 +77,9 @@ def _cmd_sample(args) -> int:
     start = time.perf_counter()
     S = model.sample(args.n, steps=args.steps, solver=args.solver, boundary=args.boundary)
     seconds = time.perf_counter() - start
-    C = model.constraint
-    gauge = C.gauge(S - C.center)
+    C, chart = model.constraint, model.gauge_map.C
+    latent = S if model.cap is None else model.cap.log(S)             # a cap's gauge lives in its log chart
+    gauge = chart.gauge(latent - chart.center)
     with atomic_path(out) as tmp:
         np.save(tmp, S.cpu().numpy())
     print(f"{args.n} samples in {seconds:.2f}s: violation rate {violation_rate(C, S):.4g}, "

@@ -7,6 +7,7 @@ operator, and samples are mapped back with ``T⁻¹``, so they lie in ``C`` by c
 """
 from __future__ import annotations
 
+import copy
 import math
 import pathlib
 import time
@@ -20,6 +21,7 @@ from torch import nn
 
 from .gauge import BOUNDARY_MODES, GaugeMap, boundary_step_counted, uniform_ball
 from .sets import ConvexSet, Polytope, set_from_spec
+from .sphere import SphericalCap
 
 Tensor = torch.Tensor
 SOLVERS = ("euler", "midpoint", "heun")
@@ -86,11 +88,18 @@ class FlowEstimator:
 
     Subclasses set the latent map, the source and the per-step operator; training, sampling,
     determinism and persistence are shared so that every method uses the same net, budget and NFE.
+
+    ``velocity_net``: a user-supplied ``nn.Module`` with ``forward(z (n, k), t (n,)) → (n, k)`` (``k`` the
+    latent dimension) used instead of ``VelocityMLP(k, hidden, time_features)``; ``fit`` trains a deep
+    copy, so the module passed in is left untouched and refitting starts from the same weights.
     """
 
     def __init__(self, hidden: Sequence[int] = (256, 256, 256), lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, coupling: str = "independent", seed: int = 0, device: str = "cpu",
-                 time_features: int = 16):
+                 time_features: int = 16, *, velocity_net: nn.Module | None = None):
+        if velocity_net is not None and not isinstance(velocity_net, nn.Module):
+            raise TypeError(f"velocity_net: expected a torch.nn.Module or None, got {type(velocity_net).__name__}")
+        self.velocity_net = velocity_net
         self.hidden = tuple(int(h) for h in hidden)
         self.lr, self.batch_size, self.n_steps_train = float(lr), int(batch_size), int(n_steps_train)
         self.coupling = _check_choice("coupling", coupling, COUPLINGS)
@@ -129,11 +138,14 @@ class FlowEstimator:
         ``iclr26_shared.cli.progress``). Sets ``net_``, ``losses_`` and ``train_seconds_``.
         """
         X64 = self._prepare(X, **kwargs)
-        self.dim_ = X64.shape[1]
         z1_all = self._encode(X64).to(torch.float32).to(self.device)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
-            self.net_ = VelocityMLP(self.dim_, self.hidden, self.time_features).to(self.device, torch.float32)
+        self.dim_ = z1_all.shape[1]
+        self.net_ = self._new_net(self.device)
+        if self.velocity_net is not None:
+            out = self.net_(z1_all[:2], torch.zeros(z1_all[:2].shape[0], device=self.device))
+            if not isinstance(out, Tensor) or tuple(out.shape) != tuple(z1_all[:2].shape):
+                got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+                raise ValueError(f"velocity_net: expected an output of shape (n, {self.dim_}), got {got}")
         opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
         gen = self._generator(1)
         losses = np.empty(self.n_steps_train)
@@ -158,6 +170,14 @@ class FlowEstimator:
         self.losses_ = losses
         self.sample_generator_ = self._generator(2)
         return self
+
+    def _new_net(self, device: str) -> nn.Module:
+        """The untrained velocity net (seeded): a deep copy of ``velocity_net`` or a ``VelocityMLP``."""
+        if self.velocity_net is not None:
+            return copy.deepcopy(self.velocity_net).to(device, torch.float32)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return VelocityMLP(self.dim_, self.hidden, self.time_features).to(device, torch.float32)
 
     # sampling ---------------------------------------------------------------------------------
     def _check_fitted(self) -> None:
@@ -209,6 +229,7 @@ class FlowEstimator:
 
         self._check_fitted()
         state = {"class": type(self).__name__, "config": self._config(), "dim": self.dim_,
+                 "custom_net": self.velocity_net is not None,
                  "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}, **self._extra_state()}
         with atomic_path(path) as tmp:
             torch.save(state, tmp)
@@ -218,18 +239,24 @@ class FlowEstimator:
         return {}
 
     @classmethod
-    def load(cls, path, device: str = "cpu") -> FlowEstimator:
-        """Reads a model written by ``save``.
+    def load(cls, path, device: str = "cpu", velocity_net: nn.Module | None = None) -> FlowEstimator:
+        """Reads a model written by ``save``; ``velocity_net`` (an untrained module of the same architecture)
+        is required when the model was trained with a user-supplied net, whose class the file cannot hold.
 
         Raises:
-            ValueError: the file holds another estimator class or its set does not match the weights.
+            ValueError: the file holds another estimator class, its set does not match the weights, or
+                ``velocity_net`` is missing for a custom net.
         """
         state = torch.load(path, map_location="cpu", weights_only=True)
         if state.get("class") != cls.__name__:
             raise ValueError(f"path: expected a saved {cls.__name__}, got {state.get('class')!r}")
+        if state.get("custom_net", False) and velocity_net is None:
+            raise ValueError("velocity_net: expected the module the model was trained with "
+                             "(the file holds a user-supplied net's weights), got None")
         est = cls._from_state(state, device)
+        est.velocity_net = velocity_net if state.get("custom_net", False) else None
         est.dim_ = int(state["dim"])
-        est.net_ = VelocityMLP(est.dim_, est.hidden, est.time_features).to(device, torch.float32)
+        est.net_ = est._new_net(device)
         est.net_.load_state_dict(state["state_dict"])
         est.sample_generator_ = est._generator(2)
         return est
@@ -237,6 +264,39 @@ class FlowEstimator:
     @classmethod
     def _from_state(cls, state: dict, device: str) -> FlowEstimator:
         return cls(**state["config"], device=device)
+
+
+def _velocity_divergence(net: nn.Module, z: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
+    """``v(z, t)`` ``(n, k)`` and its exact divergence ``tr ∂v/∂z`` ``(n,)`` (float64), by ``k`` autograd passes."""
+    with torch.enable_grad():
+        zz = z.detach().requires_grad_(True)
+        v = net(zz, t)
+        div = torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
+        for i in range(z.shape[1]):
+            (g,) = torch.autograd.grad(v[:, i].sum(), zz, retain_graph=i < z.shape[1] - 1)
+            div += g[:, i].to(torch.float64)
+    return v.detach(), div
+
+
+def cnf_backward(net: nn.Module, z1: Tensor, steps: int, solver: str = "euler") -> tuple[Tensor, Tensor]:
+    """Integrates ``dz/dt = v(z, t)`` from ``t = 1`` back to ``t = 0`` with the reverse of ``solver``'s step.
+
+    Returns ``z₀`` ``(n, k)`` and ``∫₀¹ div v(z_t, t) dt`` ``(n,)`` float64 along the same path, so that
+    ``log p₁(z₁) = log p₀(z₀) − ∫₀¹ div v dt`` (instantaneous change of variables, Chen et al. 2018).
+    """
+    h = 1.0 / steps
+    z, integral = z1, torch.zeros(z1.shape[0], dtype=torch.float64, device=z1.device)
+    for k in range(steps, 0, -1):
+        t = torch.full((z.shape[0],), k * h, device=z.device)
+        v, div = _velocity_divergence(net, z, t)
+        if solver == "midpoint":
+            v, div = _velocity_divergence(net, z - 0.5 * h * v, t - 0.5 * h)
+        elif solver == "heun":
+            v2, div2 = _velocity_divergence(net, z - h * v, t - h)
+            v, div = 0.5 * (v + v2), 0.5 * (div + div2)
+        z = z - h * v
+        integral += h * div
+    return z, integral
 
 
 def _warn_if_off_centre(C: ConvexSet) -> None:
@@ -255,12 +315,15 @@ class GaugeFlowMatching(FlowEstimator):
     """Gauge flow matching: flow matching in the unit ball through the gauge map of ``constraint``.
 
     Args:
-        constraint: the set ``C`` (any ``ConvexSet``, including star-shaped ``StarUnion``).
+        constraint: the set ``C`` (any ``ConvexSet``, including star-shaped ``StarUnion``), or a
+            ``SphericalCap`` on ``S^d`` (flow matching then runs in the ball ``Log_p(cap)`` of ``R^d``).
         source: ``"uniform_ball"`` (default) or ``"gaussian"``.
         boundary: operator after each step for iterates outside the ball (``reflect``, ``radial``,
             ``project``, ``none``).
         final_rescale: rescale final iterates with ``‖z‖ > 1`` to the sphere (in float64) before
             ``T⁻¹``; this makes every sample feasible to rounding.
+        velocity_net: optional user ``nn.Module`` ``(z (n, k), t (n,)) → (n, k)``, ``k`` = ``constraint.dim``
+            (``d`` for a cap on ``S^d``); replaces the default MLP (``hidden``/``time_features`` are then unused).
         Other arguments: see ``FlowEstimator``.
 
     Attributes after ``fit``: ``net_``, ``losses_``, ``train_seconds_``; after ``sample``:
@@ -270,16 +333,18 @@ class GaugeFlowMatching(FlowEstimator):
     def __init__(self, constraint: ConvexSet, hidden: Sequence[int] = (256, 256, 256), source: str = "uniform_ball",
                  boundary: str = "reflect", coupling: str = "independent", lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, seed: int = 0, device: str = "cpu", final_rescale: bool = True,
-                 time_features: int = 16):
-        if not isinstance(constraint, ConvexSet):
-            raise TypeError(f"constraint: expected a ConvexSet, got {type(constraint).__name__}")
-        super().__init__(hidden, lr, batch_size, n_steps_train, coupling, seed, device, time_features)
+                 time_features: int = 16, *, velocity_net: nn.Module | None = None):
+        if not isinstance(constraint, (ConvexSet, SphericalCap)):
+            raise TypeError(f"constraint: expected a ConvexSet or SphericalCap, got {type(constraint).__name__}")
+        super().__init__(hidden, lr, batch_size, n_steps_train, coupling, seed, device, time_features,
+                         velocity_net=velocity_net)
         self.constraint = constraint
+        self.cap = constraint if isinstance(constraint, SphericalCap) else None
         self.source = _check_choice("source", source, ("uniform_ball", "gaussian"))
         self.boundary = _check_choice("boundary", boundary, BOUNDARY_MODES)
         self.final_rescale = bool(final_rescale)
-        self.gauge_map = GaugeMap(constraint)
-        _warn_if_off_centre(constraint)
+        self.gauge_map = GaugeMap(constraint.chart if self.cap is not None else constraint)
+        _warn_if_off_centre(self.gauge_map.C)
 
     def _prepare(self, X, check_feasible: bool = True) -> Tensor:
         X64 = check_data(X, self.constraint.dim)
@@ -293,7 +358,7 @@ class GaugeFlowMatching(FlowEstimator):
         return X64
 
     def _encode(self, X: Tensor) -> Tensor:
-        z = self.gauge_map.to_ball(X)
+        z = self.gauge_map.to_ball(X if self.cap is None else self.cap.log(X))
         norm = torch.linalg.norm(z, dim=1, keepdim=True)
         return torch.where(norm > 1, z / norm, z)
 
@@ -312,7 +377,8 @@ class GaugeFlowMatching(FlowEstimator):
         if self.final_rescale if final_rescale is None else final_rescale:
             norm = torch.linalg.norm(z64, dim=1, keepdim=True)
             z64 = torch.where(norm > 1, z64 / norm, z64)
-        return self.gauge_map.from_ball(z64)
+        x = self.gauge_map.from_ball(z64)
+        return x if self.cap is None else self.cap.exp(x)
 
     def sample(self, n: int, steps: int = 100, solver: str = "euler", return_ball: bool = False,
                generator: torch.Generator | None = None, boundary: str | None = None,
@@ -332,6 +398,38 @@ class GaugeFlowMatching(FlowEstimator):
         :meth:`FlowEstimator.fit`."""
         return super().fit(X, progress=progress, check_feasible=check_feasible)
 
+    def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
+        """Log-density of the model at ``x`` ``(n, d)`` → ``(n,)`` float64 (``−inf`` outside ``C``).
+
+        ``log p(x) = log p₀(z₀) − ∫₀¹ div v(z_t, t) dt − log|det ∂T⁻¹/∂z|(z)`` with ``z = T(x)`` (and, on a
+        cap, ``− log|det d Exp_p|`` for the density w.r.t. surface area): the instantaneous change of
+        variables of the CNF in the ball, integrated backwards from ``t = 1`` with ``steps`` steps of
+        ``solver`` and the exact divergence (``k`` autograd passes per velocity call). The boundary
+        operator is not part of the likelihood; a backward endpoint ``z₀`` outside the unit ball has
+        ``log p₀ = −inf`` under the uniform-ball source. Undefined (NaN) at ``x = x_c`` for sets other
+        than balls (the gauge map is not differentiable there).
+        """
+        self._check_fitted()
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+        _check_choice("solver", solver, SOLVERS)
+        x64 = check_data(x, self.constraint.dim, "x")
+        inside = self.constraint.contains(x64)
+        v = x64 if self.cap is None else self.cap.log(x64)
+        z = self.gauge_map.to_ball(v)
+        self.net_.eval()
+        z0, div_integral = cnf_backward(self.net_, z.to(self.device, torch.float32), steps, solver)
+        z0 = z0.to(torch.float64).cpu()
+        if self.source == "gaussian":
+            log_p0 = -0.5 * (z0 * z0).sum(dim=1) - 0.5 * self.dim_ * math.log(2 * math.pi)
+        else:
+            log_vol = 0.5 * self.dim_ * math.log(math.pi) - math.lgamma(0.5 * self.dim_ + 1)
+            log_p0 = torch.where(torch.linalg.norm(z0, dim=1) <= 1, -log_vol, -math.inf).to(torch.float64)
+        log_p = log_p0 - div_integral.cpu() - self.gauge_map.log_abs_det_from_ball(z)
+        if self.cap is not None:
+            log_p = log_p - self.cap.log_abs_det_exp(v)
+        return torch.where(inside, log_p, -math.inf)
+
     def _config(self) -> dict:
         return {**super()._config(), "source": self.source, "boundary": self.boundary,
                 "final_rescale": self.final_rescale}
@@ -344,6 +442,7 @@ class GaugeFlowMatching(FlowEstimator):
     @classmethod
     def _from_state(cls, state: dict, device: str) -> GaugeFlowMatching:
         C = set_from_spec(state["constraint"])
-        if C.dim != int(state["dim"]):
-            raise ValueError(f"path: the saved set has dimension {C.dim} but the weights expect {state['dim']}")
+        latent = C.dim - 1 if isinstance(C, SphericalCap) else C.dim
+        if latent != int(state["dim"]):
+            raise ValueError(f"path: the saved set has latent dimension {latent} but the weights expect {state['dim']}")
         return cls(C, **state["config"], device=device)

@@ -9,10 +9,14 @@ not convex.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from scipy.optimize import linprog
+
+if TYPE_CHECKING:
+    from .sphere import SphericalCap
 
 Tensor = torch.Tensor
 
@@ -408,7 +412,7 @@ class FunctionalSet(ConvexSet):
         return self.center - self.r_max, self.center + self.r_max
 
 
-def set_from_spec(spec: dict) -> ConvexSet:
+def set_from_spec(spec: dict) -> ConvexSet | SphericalCap:
     """Rebuilds a set from ``to_spec()`` output (``FunctionalSet`` holds callables and has none).
 
     Raises:
@@ -425,4 +429,9 @@ def set_from_spec(spec: dict) -> ConvexSet:
         return Intersection([set_from_spec(s) for s in spec["sets"]], spec.get("center"))
     if kind == "star_union":
         return StarUnion([set_from_spec(s) for s in spec["sets"]], spec["center"])
-    raise ValueError(f"spec['type']: expected polytope, box, ellipsoid, intersection or star_union, got {kind!r}")
+    if kind == "spherical_cap":
+        from .sphere import SphericalCap
+
+        return SphericalCap(spec["pole"], spec["angle"])
+    raise ValueError("spec['type']: expected polytope, box, ellipsoid, intersection, star_union or spherical_cap, "
+                     f"got {kind!r}")
