@@ -1,9 +1,13 @@
 """The benchmark's claims: the quality claims are paired over derived seeds and fail for a worse method."""
+import math
+
 import numpy as np
-from iclr26_gfm.bench import BENCHMARK, CONFIGS, _claims
+import torch
+from iclr26_gfm.bench import BENCHMARK, CONFIGS, _claims, _test_nll
 from iclr26_shared.bench import derive_seeds
 
-METHODS = ("GFM(reflect)", "PlainFM", "ProjectedFM", "ReflectedFM", "untrained T^-1(U(B))", "GFM(none, no rescale)")
+METHODS = ("GFM(reflect)", "PlainFM", "ProjectedFM", "RejectionFM", "ReflectedFM", "untrained T^-1(U(B))",
+           "GFM(none, no rescale)")
 
 
 def _rows(sw2: dict[str, list[float]], seeds: list[int]) -> list[dict]:
@@ -14,7 +18,8 @@ def _rows(sw2: dict[str, list[float]], seeds: list[int]) -> list[dict]:
             rows.append({"method": m, "target": "simplex-dirichlet", "seed": s,
                          "violation_rate": 0.3 * (m == "PlainFM"), "max_violation": 0.0,
                          "boundary_atoms": 0.3 * (m == "ProjectedFM"),
-                         "sw2": sw2.get(m, [0.1] * len(seeds))[i], "timing_seconds": 1.0, "outside_iterates": 5})
+                         "sw2": sw2.get(m, [0.1] * len(seeds))[i], "timing_seconds": 1.0, "outside_iterates": 5,
+                         "nll_common": -1.0, "nll_nonfinite": 0, "nll_points": 100})
         rows.append({"method": "GFM(reflect)", "target": "lshape-star", "seed": s, "violation_rate": 0.0,
                      "max_violation": 0.0})
     return rows
@@ -37,9 +42,36 @@ def test_quality_claim_is_paired_and_fails_for_a_planted_worse_method():
     assert _claim(_claims(_rows(close, seeds), CONFIGS["quick"], seeds)[0], "quality_vs_plain").holds
 
 
+def test_untrained_claim_needs_the_mean_level_and_a_paired_win():
+    seeds = derive_seeds(6, 3)
+
+    def holds(gfm, untrained=(0.1, 0.1, 0.1)):
+        sw2 = {"GFM(reflect)": list(gfm), "untrained T^-1(U(B))": list(untrained)}
+        return _claim(_claims(_rows(sw2, seeds), CONFIGS["quick"], seeds)[0], "quality_vs_untrained").holds
+
+    # ratios 0.36, 0.44, 0.52 (geometric mean 0.44 <= 0.5, one seed above 0.5): the spec's level holds
+    assert holds([0.036, 0.044, 0.052])
+    assert not holds([0.046, 0.05, 0.06])          # mean ratio 0.52 > 0.5
+    assert not holds([0.005, 0.09, 0.2])           # geometric mean 0.45 from one lucky seed: no paired win
+
+
+def test_test_nll_counts_non_finite_and_compares_on_common_points():
+    inf = math.inf
+    out = _test_nll({"a": torch.tensor([-1.0, -2.0, -inf, -3.0], dtype=torch.float64),
+                     "b": torch.tensor([0.0, -inf, -1.0, -1.0], dtype=torch.float64)})
+    assert out["a"]["nll"] == 2.0 and out["a"]["nll_nonfinite"] == 1 and out["a"]["nll_points"] == 4
+    assert out["a"]["nll_common"] == 2.0 and out["b"]["nll_common"] == 0.5 and out["b"]["nll_common_points"] == 2
+    assert out["b"]["nll"] == 2.0 / 3
+
+
 def test_smoke_pairs_the_quality_claims_over_two_derived_seeds(tmp_path):
     result = BENCHMARK.run("smoke", "cpu", 1, tmp_path)
     for name in ("quality_vs_plain", "quality_vs_reflected", "quality_vs_untrained"):
         claim = _claim(result.claims, name)
         assert claim.per_seed["seeds"] == derive_seeds(1, 2) and claim.per_seed["n"] == 2
         assert len(claim.per_seed["method"]) == len(claim.per_seed["baseline"]) == 2
+    rows = {r["method"]: r for r in result.rows if r["target"] == "simplex-dirichlet"}
+    for method in ("GFM(reflect)", "PlainFM", "RejectionFM"):
+        assert rows[method]["nll_points"] > 0 and math.isfinite(rows[method]["nll_common"])
+    assert "nll" not in rows["ReflectedFM"] and "nll" not in rows["ProjectedFM"]
+    assert math.isfinite(result.metrics["test_nll_gfm"])

@@ -4,7 +4,8 @@ import math
 
 import pytest
 import torch
-from iclr26_gfm import Ball, GaugeFlowMatching, SphericalCap, uniform_ball, violation_rate
+from iclr26_gfm import Ball, GaugeFlowMatching, SphericalCap, make_target, uniform_ball, violation_rate
+from iclr26_gfm.baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM
 from iclr26_gfm.cli import main
 
 
@@ -41,6 +42,44 @@ def test_log_prob_of_a_rotation_flow_is_uniform_on_the_ball():
     model = GaugeFlowMatching(C, n_steps_train=0, velocity_net=rot).fit(X)
     got = model.log_prob(X, steps=50)
     assert torch.allclose(got, torch.full_like(got, -math.log(math.pi * 9.0)), atol=1e-6)
+
+
+class ZeroField(torch.nn.Module):
+    """``v = 0``: the flow is the identity, so the model's density is the source pushed through the decoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, z, t):
+        return 0 * z + 0 * self.unused
+
+
+def test_baseline_densities_match_their_closed_forms():
+    X, C = make_target("simplex-dirichlet", 200, 3, seed=4)
+    plain = PlainFM(n_steps_train=0, velocity_net=ZeroField()).fit(X)
+    x = X[:50]
+    gauss = -0.5 * (x * x).sum(1) - 1.5 * math.log(2 * math.pi)
+    assert torch.allclose(plain.log_prob(x, steps=5), gauss, atol=1e-5)      # the CNF runs in float32
+    rejection = RejectionFM.from_fitted(plain, C)
+    with pytest.raises(RuntimeError, match="sample"):
+        rejection.log_prob(x)
+    rejection.sample(500, steps=2)
+    assert torch.allclose(rejection.log_prob(x, steps=5), gauss - math.log(rejection.acceptance_), atol=1e-5)
+    assert rejection.log_prob(torch.tensor([[0.9, 0.9, 0.9]], dtype=torch.float64), acceptance=0.5).item() == -math.inf
+    with pytest.raises(ValueError, match="acceptance"):
+        rejection.log_prob(x, acceptance=0.0)
+    with pytest.raises(TypeError, match="atoms"):
+        ProjectedFM.from_fitted(plain, C).log_prob(x)
+    with pytest.raises(TypeError, match="ReflectedFM"):
+        ReflectedFM(C, hidden=(8,), n_steps_train=0).fit(X).log_prob(x)
+    Xb, box = make_target("box-arcsine", 200, 2, seed=0)
+    mirror = MirrorFM(box, n_steps_train=0, velocity_net=ZeroField()).fit(Xb)
+    xb = Xb[((Xb > 0.01) & (Xb < 0.99)).all(dim=1)][:50]               # away from the logit clamp at 1e-6
+    y = torch.logit(xb)                                               # box [0, 1]^2: x = sigmoid(y)
+    analytic = -0.5 * (y * y).sum(1) - math.log(2 * math.pi) - torch.log(xb * (1 - xb)).sum(1)
+    assert torch.allclose(mirror.log_prob(xb, steps=3), analytic, atol=1e-5)
+    assert mirror.log_prob(torch.tensor([[1.5, 0.5]], dtype=torch.float64)).item() == -math.inf
 
 
 def test_trained_model_log_prob_is_finite():

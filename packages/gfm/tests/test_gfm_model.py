@@ -47,7 +47,7 @@ def test_gfm_on_a_ball_equals_plain_fm_on_rescaled_data():
     g = np.random.default_rng(0)
     u = g.standard_normal((400, 2))
     X = torch.as_tensor(C.center.numpy() + 1.7 * g.random((400, 1)) * u / np.linalg.norm(u, axis=1, keepdims=True))
-    kw = {"hidden": (32, 32), "n_steps_train": 40, "batch_size": 64, "seed": 3}
+    kw = {"hidden": (32, 32), "n_steps_train": 40, "batch_size": 64, "seed": 3, "coupling": "ot"}
     gfm = GaugeFlowMatching(C, source="gaussian", boundary="none", final_rescale=False, **kw).fit(X)
     plain = PlainFM(**kw).fit((X - C.center) / 1.7)
     a = gfm.sample(500, steps=20)
@@ -131,6 +131,37 @@ def test_targets_are_seeded_feasible_and_sw_detects_difference():
     assert sliced_wasserstein(a, b) < 0.5 * sliced_wasserstein(a, sample_target("lshape-star", 2000, seed=0))
     with pytest.raises(ValueError, match="dim"):
         make_target("hexagon-rings", 10, dim=3)
+
+
+def test_mmd_equals_the_unbiased_formula():
+    from iclr26_gfm import mmd_rbf
+
+    g = np.random.default_rng(1)
+    X, Y = g.random((40, 2)), g.random((30, 2)) + 0.1
+    bw = (0.1, 0.5)
+
+    def k(P, R):
+        d2 = ((P[:, None] - R[None]) ** 2).sum(-1)
+        return sum(np.exp(-d2 / (2 * s * s)) for s in bw)
+
+    kxx, kyy = k(X, X), k(Y, Y)
+    want = ((kxx.sum() - np.trace(kxx)) / (40 * 39) + (kyy.sum() - np.trace(kyy)) / (30 * 29)
+            - 2 * k(X, Y).mean())
+    got = mmd_rbf(torch.as_tensor(X), torch.as_tensor(Y), bandwidths=bw, block=16)   # several blocks
+    assert abs(got - want) < 1e-12 and want > 0
+
+
+def test_ot_pairing_is_the_optimal_matching():
+    import itertools
+
+    from iclr26_gfm.model import ot_pairing
+
+    g = torch.Generator().manual_seed(3)
+    z0, z1 = torch.randn(6, 2, generator=g), torch.randn(6, 2, generator=g)
+    paired = ot_pairing(z0, z1)
+    best = min(float((z0 - z1[list(p)]).pow(2).sum()) for p in itertools.permutations(range(6)))
+    assert abs(float((z0 - paired).pow(2).sum()) - best) < 1e-5
+    assert torch.equal(torch.sort(paired, dim=0).values, torch.sort(z1, dim=0).values)   # a permutation of z1
 
 
 def test_off_centre_polytope_warns():

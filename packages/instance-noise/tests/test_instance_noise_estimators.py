@@ -145,3 +145,24 @@ def test_cross_validated_lam_scores_the_held_out_corrected_loss():
     assert scores[-1] > scores[0]  # lam = 10 swamps the (1 - 2 rho)-scaled forward gradient
     with pytest.raises(ValueError, match="cv"):
         models.cross_validated_lam(b.X, b.y_noisy, b.rho, "forward", cv=1)
+
+
+def test_rho_knn_matches_a_loop_when_rows_are_duplicated():
+    rng = np.random.default_rng(3)
+    X = np.repeat(rng.normal(size=(40, 2)), 3, axis=0)  # every row three times: self may sit anywhere in a tie
+    y = rng.integers(0, 2, len(X))
+    k = 4
+    from sklearn.neighbors import NearestNeighbors
+
+    _, idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    expected = []
+    for i, row in enumerate(idx):
+        frac = y[[j for j in row if j != i][:k]].mean()
+        expected.append(min(frac, 1 - frac))
+    np.testing.assert_allclose(estimate.rho_knn(X, y, k=k), expected)
+
+
+def test_wine_is_binary_and_standardised():
+    X, y = data.wine_binary()
+    assert X.shape == (178, 13) and int(y.sum()) == 71
+    np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-12)

@@ -8,8 +8,8 @@ Each run is one process-parallel job (joblib splits the threads).
 - ``quick``: 64x64, 40 candidates, 12 test views, N = 600, 2 -> 5 views, 30 iterations per round + 60;
   ours, FarthestView, Random (1 draw per seed); noisy poses with ``robust`` and ``none``; test metrics
   after the last round.
-- ``full``: 64x64, N = 1,000, 2 -> 8 views, 100 per round + 200; ours, Fisher, FarthestView, Random
-  (2 draws per seed), AllViews (60 views, 800 iterations); noisy poses ``robust``, ``l2``, ``none`` and
+- ``full``: 64x64, N = 1,000, 2 -> 8 views, 60 per round + 120; ours, Fisher, FarthestView, Random
+  (2 draws per seed), AllViews (60 views, 500 iterations); noisy poses ``robust``, ``l2``, ``none`` and
   noise-free; test metrics after every round.
 - ``paper``: 128x128, N = 4,000, 2 -> 10 views, 150 per round + 300, Random with 3 seeds, Fisher
   at 8 probes, AllViews with 1,500 iterations, and the symmetric control scene ``toy-symmetric``
@@ -47,8 +47,9 @@ CONFIGS = {
     "quick": {"image": 64, "n_candidates": 40, "n_test": 12, "n": 600, "n_max": 5, "iters": 30, "final": 60,
               "random_seeds": 1, "fisher": False, "all_views": 0, "every_round": False,
               "noisy_runs": ("robust", "none"), "refine_steps": 60, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
-    "full": {"image": 64, "n_candidates": 60, "n_test": 24, "n": 1000, "n_max": 8, "iters": 100, "final": 200,
-             "random_seeds": 2, "fisher": True, "all_views": 800, "every_round": True, "noisy_runs": _ALL_POSE_RUNS,
+    # full: 60 + 120 iterations and 500 for AllViews (100 + 200 and 800 took 1,067 s on one idle core)
+    "full": {"image": 64, "n_candidates": 60, "n_test": 24, "n": 1000, "n_max": 8, "iters": 60, "final": 120,
+             "random_seeds": 2, "fisher": True, "all_views": 500, "every_round": True, "noisy_runs": _ALL_POSE_RUNS,
              "refine_steps": 60, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
     "paper": {"image": 128, "n_candidates": 60, "n_test": 24, "n": 4000, "n_max": 10, "iters": 150, "final": 300,
               "random_seeds": 3, "fisher": True, "all_views": 1500, "every_round": True, "noisy_runs": _ALL_POSE_RUNS,

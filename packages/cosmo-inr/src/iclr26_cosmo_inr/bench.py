@@ -4,7 +4,7 @@ Scales (spec "Reproduction on CPU"):
 - ``smoke``: 16×16 gradient image, width 16, 20 iterations, 2 seeds; spectral claims only.
 - ``quick``: camera 48×48, width 64, 150 iterations; COSMO-RC and SIREN on 3 seeds (the paired
   central claim). The ablations and the other baselines run at ``full`` only.
-- ``full``: camera 64×64, width 64, 300 iterations; SIREN and COSMO-RC on 5 seeds, ReLU+PE, FINER,
+- ``full``: camera 48×48, width 64, 300 iterations; SIREN and COSMO-RC on 5 seeds, ReLU+PE, FINER,
   Gauss, WIRE, COSMO no-norm, RC no-mod, COSMO parameter-matched and COSMO with the ResNet-stem prior
   (one seed each, the first).
 
@@ -39,7 +39,8 @@ CONFIGS = {
     "smoke": {"image": "gradient", "size": 16, "width": 16, "layers": 3, "iters": 20, "seeds": 2,
               "extra": ("rc_nomod",)},
     "quick": {"image": "camera", "size": 40, "width": 64, "layers": 3, "iters": 150, "seeds": 3, "extra": ()},
-    "full": {"image": "camera", "size": 64, "width": 64, "layers": 3, "iters": 300, "seeds": 5,
+    # full: 48x48 (64x64 ran past 15 minutes on one idle core)
+    "full": {"image": "camera", "size": 48, "width": 64, "layers": 3, "iters": 300, "seeds": 5,
              "extra": FULL_MODELS},
     "paper": {"image": "kodak", "size": 256, "width": 256, "layers": 3, "iters": 4500, "seeds": 1,
               "prior": "resnet_stem", "extra": ("relu_pe", "finer", "gauss", "wire", "incode")},

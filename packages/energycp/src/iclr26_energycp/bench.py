@@ -4,8 +4,8 @@ CPU scales (smoke/quick/full) run the spec's experiment on the embedded corrupte
 tuning of ``(T_E, beta)`` on a 300-point split disjoint from the 779-point evaluation pool, then
 paired trials (500 calibration / 279 test, alpha = 0.05) of the four base scores, their energy
 versions and the entropy-weight ablation, plus OOD set sizes, a degeneracy check (beta = 1e-9),
-equal-work performance rows (MAPIE's APS and LAC, TorchCP's RAPS when installed) and the peak memory of
-``predict_set``. ``paper`` runs the same protocol on logits the user computed from
+equal-work performance rows (MAPIE's APS and LAC; TorchCP's LAC, APS and RAPS when installed) and
+the peak memory of ``predict_set``. ``paper`` runs the same protocol on logits the user computed from
 local datasets (see ``PAPER_FILES``).
 """
 from __future__ import annotations
@@ -53,8 +53,8 @@ class Protocol:
 
 SCALE_PROTOCOL = {
     "smoke": Protocol(3, 10, (0.3, 1.0, 3.0), (0.1, 1.0), ((2_000, 100),), (0.935, 0.965)),
-    "quick": Protocol(10, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.935, 0.965), n_seeds=3),
-    "full": Protocol(20, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.940, 0.962), n_seeds=5),
+    "quick": Protocol(10, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.935, 0.965), n_seeds=5),
+    "full": Protocol(20, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.940, 0.962), n_seeds=10),
     "paper": Protocol(10, 100, T_GRID, BETA_GRID, ((5_000, 100), PERF_SHAPE), (0.940, 0.962)),
 }
 EFFICIENCY_NEEDS = (("raps", 0.95, "0.866"), ("saps", 0.97, "0.948"))
@@ -206,18 +206,20 @@ def _mapie(score: str, z, y, alpha: float) -> float:
     return float(mapie.predict_set(z)[1][:, :, 0].sum(1).mean())
 
 
-def _torchcp_raps(z, y, alpha: float) -> float:
-    """The same with TorchCP's ``RAPS(penalty=0.2, kreg=2)`` score (fixed, as ours) on the CPU: all-label scores
-    of calibration and test, the conformal quantile, and the sets."""
+def _torchcp(score: str, z, y, alpha: float) -> float:
+    """The same with TorchCP's score of the same name and fixed parameters (``LAC``, ``APS``, or
+    ``RAPS(penalty=0.2, kreg=2)``; randomised as ours) on the CPU: all-label scores of calibration and test, the
+    conformal quantile, and the sets."""
     import torch
-    from torchcp.classification.score import RAPS
+    from torchcp.classification import score as tcp
 
-    score = RAPS(penalty=RAPS_KW["penalty"], kreg=RAPS_KW["kreg"], randomized=True)
+    fn = {"lac": lambda: tcp.LAC(), "aps": lambda: tcp.APS(randomized=True),
+          "raps": lambda: tcp.RAPS(randomized=True, **RAPS_KW)}[score]()
     logits, labels = torch.as_tensor(z), torch.as_tensor(y)
-    cal = score(logits, labels)
+    cal = fn(logits, labels)
     k = int(np.ceil((len(y) + 1) * (1 - alpha)))
     q = torch.kthvalue(cal, k).values
-    return float((score(logits) <= q).sum(1).double().mean())
+    return float((fn(logits) <= q).sum(1).double().mean())
 
 
 def predict_set_peak_arrays(shape: tuple[int, int] = (5_000, 100)) -> dict[str, float]:
@@ -243,8 +245,8 @@ def performance(shapes: tuple[tuple[int, int], ...], alpha: float = 0.05) -> tup
     """CPU seconds and mean set size of fit + predict_set on synthetic (n, K) logits of a calibrated model, for
     equal work only: energy RAPS and base RAPS (lambda = 0.2, k_reg = 2, fixed), base APS and LAC; MAPIE's
     APS and LAC scores on the same arrays (MAPIE's "raps" holds out 20% and searches lambda and k*, which is
-    other work, so it is not timed), and TorchCP's RAPS with the same fixed lambda and k_reg when torchcp is
-    installed (opt-in). Keys of the timings: ``<method>_NxK``."""
+    other work, so it is not timed), and TorchCP's LAC, APS and RAPS (the same fixed lambda and k_reg) when
+    torchcp is installed (opt-in). Keys of the timings: ``<method>_NxK``."""
     anchors = {"mapie": importlib.util.find_spec("mapie") is not None,
                "torchcp": importlib.util.find_spec("torchcp") is not None}
     for name, module in (("mapie", "mapie.classification"), ("torchcp", "torchcp.classification.score")):
@@ -258,7 +260,8 @@ def performance(shapes: tuple[tuple[int, int], ...], alpha: float = 0.05) -> tup
         runs += [("mapie_aps", lambda z, y: _mapie("aps", z, y, alpha)),
                  ("mapie_lac", lambda z, y: _mapie("lac", z, y, alpha))]
     if anchors["torchcp"]:
-        runs.append(("torchcp_raps", lambda z, y: _torchcp_raps(z, y, alpha)))
+        runs += [(f"torchcp_{score}", lambda z, y, score=score: _torchcp(score, z, y, alpha))
+                 for score in ("raps", "aps", "lac")]
     rows, timings = [], {}
     for shape in shapes:
         z, y = _synthetic_logits(shape)
@@ -400,7 +403,8 @@ def _digits(proto: Protocol, device: str, seed: int) -> Result:
     if f"ours_energy_raps_{big}" in timings:
         claims.append(Claim.at_most(f"perf.ours_energy_raps_cpu_seconds_{big}", "target < 5 s on 2 cores",
                                     timings[f"ours_energy_raps_{big}"], 5.0, "fit+predict_set CPU seconds"))
-    for ours, anchor in (("ours_aps", "mapie_aps"), ("ours_lac", "mapie_lac"), ("ours_raps", "torchcp_raps")):
+    for ours, anchor in (("ours_aps", "mapie_aps"), ("ours_lac", "mapie_lac"), ("ours_raps", "torchcp_raps"),
+                         ("ours_aps", "torchcp_aps"), ("ours_lac", "torchcp_lac")):
         if f"{anchor}_{big}" in timings:
             claims.append(Claim.at_most(f"perf.{ours[5:]}_time_vs_{anchor}_{big}", "spec: at most 1.5x the anchor",
                                         timings[f"{ours}_{big}"] / timings[f"{anchor}_{big}"], 1.5,

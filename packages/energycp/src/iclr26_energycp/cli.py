@@ -143,8 +143,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model.fit(_to(dev, z), _to(dev, y))
     write_json_atomic(out, model.to_dict())
     q = model.q_hat_
+    untuned = "no gain shown on the tuning rows" if model.n_calibration_ < len(z) else "too few rows to tune"
     weight = ("" if args.no_energy else f" (energy, T_energy = {model.T_energy_:g}, beta = {model.beta_:g})"
-              if model.weight_ == "energy" else " (energy 'auto': no gain shown on the tuning rows, so the base score)")
+              if model.weight_ == "energy" else f" (energy 'auto': {untuned}, so the base score)")
     print(f"calibrated {args.score}{weight} on {model.n_calibration_} rows, "
           f"q_hat = {q if np.isscalar(q) else 'per class'} -> {out}")
     return 0

@@ -32,7 +32,9 @@ from .scores import BASE_SCORES, _base, _check_probs, apply_weight, sample_weigh
 
 INPUTS = ("logits", "probs")
 AUTO = "auto"
-MIN_TUNE_ROWS = 50  # fewer held-out rows than this: no tuning, the base score (constant weight) with a warning
+# "auto" tunes only when each half of the tuning split, and the calibration part, expect at least this many rows
+# beyond the conformal quantile (rows * alpha / 2); otherwise the base score on every row, with a warning
+MIN_TUNE_TAIL = 10
 GAIN_Z = 1.645  # "auto" keeps the tuned weight only when its gain over the base score exceeds GAIN_Z spreads
 
 
@@ -266,11 +268,14 @@ class EnergyConformalClassifier(ParamsMixin):
         labels = check_labels(y, z.shape[0], z.shape[1], ops)
         n = int(z.shape[0])
         n_tune = int(round(self.tune_frac * n))
-        if n_tune < MIN_TUNE_ROWS or n - n_tune < MIN_TUNE_ROWS:
-            warnings.warn(f"T_energy/beta 'auto': {n} calibration rows leave {n_tune} for tuning and {n - n_tune} "
-                          f"for calibration (at least {MIN_TUNE_ROWS} each needed); the energy weight is left "
-                          "untuned and off: the base score is calibrated on every row (an untuned weight can give "
-                          "larger sets than the base score)", UserWarning, stacklevel=3)
+        if min(n_tune, n - n_tune) * self.alpha / 2 < MIN_TUNE_TAIL:
+            need = math.ceil(2 * MIN_TUNE_TAIL / (self.alpha * min(self.tune_frac, 1 - self.tune_frac)))
+            warnings.warn(f"T_energy/beta 'auto': at alpha = {self.alpha}, {n} calibration rows leave {n_tune} for "
+                          f"tuning, whose halves hold about {n_tune * self.alpha / 2:.1f} rows beyond the conformal "
+                          f"quantile (at least {MIN_TUNE_TAIL} needed, i.e. about {need} calibration rows), too few to "
+                          "show a gain over the base score; the energy weight is left untuned and off: the base score "
+                          "is calibrated on every row (pass T_energy and beta tuned with tune_energy on other data to "
+                          "use the weight)", UserWarning, stacklevel=3)
             self.T_energy_, self.beta_ = (1.0 if v == AUTO else float(v) for v in (self.T_energy, self.beta))
             self.weight_ = "none"
             return z, labels

@@ -121,43 +121,40 @@ def tune_energy(tune_logits: Any, tune_labels: Any, score: Any = "aps", alpha: f
     y = check_labels(ops_for(tune_labels).to_numpy(tune_labels), n, K, ops, "tune_labels")
     p = ops.softmax(z / T_cal)
 
+    grid = [(T, beta, sample_weight(z, "energy", T, beta)) for T in Ts for beta in betas]  # (n,) weights
+    sizes, violations = np.empty((len(grid), n_repeats)), np.empty((len(grid), n_repeats))  # (grid, repeats)
+    base_sizes = np.empty(n_repeats)
+    params, kind = (penalty, kreg, saps_weight), name or "custom"
     rng = np.random.default_rng(random_state)
-    splits = []
-    for _ in range(n_repeats):
+    for r in range(n_repeats):  # one repeat's (n / 2, K) score matrices alive at a time
         perm = rng.permutation(n)
         cal, ev = perm[: n // 2], perm[n // 2:]
         # u is drawn for every score (LAC ignores it) so that all scores see the same splits
         u_cal = rng.random(cal.size) if randomized else None
         u_ev = rng.random((ev.size, K)) if randomized else None
-        params = (penalty, kreg, saps_weight)
         if name is None:
             base_cal, base_ev = user_score(score, p[cal], ops, y[cal], rng), user_score(score, p[ev], ops, None, rng)
         else:
             base_cal = _base(name, p[cal], ops, y[cal], randomized, None, u_cal, *params)
             base_ev = _base(name, p[ev], ops, None, randomized, None, u_ev, *params)
-        base_size = (base_ev <= conformal_quantile(base_cal, alpha)).sum(1).mean()  # the constant weight
-        splits.append((cal, ev, base_cal, base_ev, base_size))
+        base_sizes[r] = (base_ev <= conformal_quantile(base_cal, alpha)).sum(1).mean()  # the constant weight
+        for j, (_, _, w) in enumerate(grid):
+            q = conformal_quantile(apply_weight(kind, base_cal, w[cal]), alpha)
+            sets = apply_weight(kind, base_ev, w[ev]) <= q
+            sizes[j, r] = sets.sum(1).mean()
+            violations[j, r] = metrics.sscv(sets, y[ev], alpha)
 
-    base_sizes = np.array([split[-1] for split in splits])
     table = []
-    for T in Ts:
-        for beta in betas:
-            w = sample_weight(z, "energy", T, beta)
-            sizes, violations = [], []
-            for cal, ev, base_cal, base_ev, _ in splits:
-                q = conformal_quantile(apply_weight(name or "custom", base_cal, w[cal]), alpha)
-                sets = apply_weight(name or "custom", base_ev, w[ev]) <= q
-                sizes.append(sets.sum(1).mean())
-                violations.append(metrics.sscv(sets, y[ev], alpha))
-            per_repeat = {"size": np.asarray(sizes), "sscv": np.asarray(violations)}
-            per_repeat["size+sscv"] = per_repeat["size"] + per_repeat["sscv"]
-            value = per_repeat[objective]
-            se = float(value.std(ddof=1) / np.sqrt(value.size)) if value.size > 1 else 0.0
-            gain = base_sizes - per_repeat["size"]
-            table.append({"T_energy": T, "beta": beta, "size": float(per_repeat["size"].mean()),
-                          "sscv": float(per_repeat["sscv"].mean()), "objective": float(value.mean()),
-                          "objective_se": se, "spread": float(w.std() / w.mean()), "gain": float(gain.mean()),
-                          "gain_sd": float(gain.std(ddof=1)) if gain.size > 1 else 0.0})
+    for j, (T, beta, w) in enumerate(grid):
+        per_repeat = {"size": sizes[j], "sscv": violations[j]}
+        per_repeat["size+sscv"] = per_repeat["size"] + per_repeat["sscv"]
+        value = per_repeat[objective]
+        se = float(value.std(ddof=1) / np.sqrt(value.size)) if value.size > 1 else 0.0
+        gain = base_sizes - per_repeat["size"]
+        table.append({"T_energy": T, "beta": beta, "size": float(per_repeat["size"].mean()),
+                      "sscv": float(per_repeat["sscv"].mean()), "objective": float(value.mean()),
+                      "objective_se": se, "spread": float(w.std() / w.mean()), "gain": float(gain.mean()),
+                      "gain_sd": float(gain.std(ddof=1)) if gain.size > 1 else 0.0})
     return TuneResult(*_select(table, select), table, float(base_sizes.mean()))
 
 

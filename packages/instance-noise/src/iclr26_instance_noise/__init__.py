@@ -4,11 +4,12 @@
 (Aydin, De Vos, Bertrand; ICLR 2026). Modules: ``noise`` (generators), ``estimate``
 (cross-fitted ``rho(x)`` estimators), ``losses`` (backward/forward corrections, ``grad_hess``,
 the torch ``InstanceCorrectedBCE``), ``models`` (scikit-learn style linear, GBM and MLP
-learners), ``data`` (embedded data and loaders), ``metrics`` (clean-label evaluation).
+learners), ``objectives`` (the corrections as LightGBM/XGBoost custom objectives and metrics),
+``data`` (embedded data and loaders), ``metrics`` (clean-label evaluation).
 """
 from importlib.metadata import version as _version
 
-from . import data, estimate, losses, metrics, models, noise
+from . import data, estimate, losses, metrics, models, noise, objectives
 from .estimate import rho_annotators, rho_knn, rho_posterior
 from .losses import corrected_logistic, grad_hess
 from .models import CorrectedGradientBoosting, CorrectedLogisticRegression, CorrectedMLP
@@ -29,6 +30,7 @@ __all__ = [
     "metrics",
     "models",
     "noise",
+    "objectives",
     "rho_annotators",
     "rho_knn",
     "rho_posterior",

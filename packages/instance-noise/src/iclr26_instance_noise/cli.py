@@ -38,7 +38,8 @@ from .metrics import clean_accuracy, clean_log_loss, rho_mae
 from .models import CorrectedGradientBoosting, CorrectedLogisticRegression, CorrectedMLP
 from .noise import KINDS, instance_only_flip
 
-EMBEDDED = {"breast_cancer": data.breast_cancer, "digits": data.digits_odd_even, "tones": data.tones}
+EMBEDDED = {"breast_cancer": data.breast_cancer, "wine": data.wine_binary, "digits": data.digits_odd_even,
+            "tones": data.tones}
 
 
 

@@ -1,9 +1,11 @@
 """Embedded data (nothing downloads) and loaders for the user's own files.
 
 - ``linear_instance_noise``: the synthetic benchmark with known ``w*`` and ``rho(x)``.
-- ``breast_cancer`` (tabular), ``digits_odd_even`` (image), ``tones`` (audio-like, synthetic).
+- ``breast_cancer`` and ``wine_binary`` (tabular), ``digits_odd_even`` (image), ``tones`` (audio-like,
+  synthetic): embedded in scikit-learn or generated.
 - ``load_table``: a user ``.npz`` (``X``, ``y``, optionally ``y_multi``) or ``.csv`` (last column = label).
 - ``load_wav_folders``: two class subfolders of ``.wav`` files, featurised like ``tones``.
+- ``speech_commands``: two words of the local Speech Commands folders as log-mel spectrograms (``paper`` scale).
 """
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 from iclr26_shared import datasets
 from scipy.io import wavfile
-from scipy.signal import chirp, welch
+from scipy.signal import chirp, stft, welch
 
 from .losses import sigmoid
 from .noise import flip_labels
 
 TONE_RATE = 8000
 N_BANDS = 32
+N_MELS = 40
+SPEECH_FOLDERS = ("speech_commands", "speech_commands_v0.02", "SpeechCommands/speech_commands_v0.02")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,14 @@ def breast_cancer() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's breast cancer data, standardised: ``X`` ``(569, 30)``, ``y`` ``(569,)`` (1 = benign)."""
     ds = datasets.load("breast_cancer")
     return (ds.X - ds.X.mean(axis=0)) / ds.X.std(axis=0), ds.y
+
+
+def wine_binary() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's wine data (13 chemical measurements), standardised, as cultivar 2 against cultivars 1 and 3:
+    ``X`` ``(178, 13)``, ``y`` ``(178,)`` (71 positives). The cultivars are almost separable, as the
+    posterior estimator of ``rho`` assumes (deterministic clean labels)."""
+    ds = datasets.load("wine")
+    return (ds.X - ds.X.mean(axis=0)) / ds.X.std(axis=0), (ds.y == 1).astype(np.int64)
 
 
 def digits_odd_even() -> tuple[np.ndarray, np.ndarray]:
@@ -156,3 +168,78 @@ def load_wav_folders(root: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, t
             X.append(band_energies(signal.mean(axis=1) if signal.ndim == 2 else signal, rate))
             y.append(label)
     return np.asarray(X), np.asarray(y, dtype=np.int64), (folders[0].name, folders[1].name)
+
+
+def mel_filterbank(n_mels: int, n_fft: int, rate: int, f_min: float = 20.0) -> np.ndarray:
+    """Triangular filters ``(n_mels, n_fft // 2 + 1)`` equally spaced on the mel scale
+    ``m = 2595 log10(1 + f / 700)`` from ``f_min`` to ``rate / 2``, each peaking at 1."""
+    def mel(f):
+        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+
+    hz = 700.0 * (10.0 ** (np.linspace(mel(f_min), mel(rate / 2.0), n_mels + 2) / 2595.0) - 1.0)
+    freqs = np.linspace(0.0, rate / 2.0, n_fft // 2 + 1)
+    low, centre, high = hz[:-2, None], hz[1:-1, None], hz[2:, None]
+    rising, falling = (freqs - low) / (centre - low), (high - freqs) / (high - centre)
+    return np.maximum(0.0, np.minimum(rising, falling))
+
+
+def log_mel(signal: np.ndarray, rate: int, n_mels: int = N_MELS) -> np.ndarray:
+    """Log-mel spectrogram ``(n_mels, frames)`` of a 1-D signal: 25 ms Hann windows every 10 ms,
+    power spectrum through ``mel_filterbank``, ``log(. + 1e-6)``."""
+    win, hop = int(0.025 * rate), int(0.010 * rate)
+    n_fft = 1 << (win - 1).bit_length()
+    _, _, spec = stft(signal, fs=rate, window="hann", nperseg=win, noverlap=win - hop, nfft=n_fft)
+    return np.log(mel_filterbank(n_mels, n_fft, rate) @ np.abs(spec) ** 2 + 1e-6)
+
+
+def speech_commands_folder(root: str | os.PathLike | None = None,
+                           words: tuple[str, str] = ("no", "yes")) -> pathlib.Path:
+    """The local Speech Commands folder holding one subfolder of ``.wav`` files per word in ``words``.
+
+    Looked up under ``root`` (default ``$ICLR26_DATA``) as one of ``SPEECH_FOLDERS``; nothing downloads.
+
+    Raises:
+        FileNotFoundError: no data folder, or none of the candidates has ``.wav`` files for both words.
+    """
+    base = datasets.data_root(root)
+    for sub in SPEECH_FOLDERS:
+        folder = base / sub
+        if all(any((folder / w).glob("*.wav")) for w in words):
+            return folder
+    tried = ", ".join(str(base / s) for s in SPEECH_FOLDERS)
+    raise FileNotFoundError(f"speech_commands: expected .wav files in the subfolders {list(words)} of one of: "
+                            f"{tried}. Unpack the Speech Commands archive there. Nothing is downloaded automatically.")
+
+
+def speech_commands(root: str | os.PathLike | None = None, words: tuple[str, str] = ("no", "yes"),
+                    n_mels: int = N_MELS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two words of Speech Commands as log-mel spectrograms, label 1 = ``words[1]``.
+
+    Every clip is cropped or zero-padded to 1 s. Rows listed in the folder's ``testing_list.txt``
+    (``word/file.wav`` per line) are the test split; without that file the split is left to the caller
+    (all rows train).
+
+    Returns:
+        ``X`` ``(n, 1, n_mels, frames)`` float32, ``y`` ``(n,)`` int64, ``is_test`` ``(n,)`` bool.
+
+    Raises:
+        FileNotFoundError: see ``speech_commands_folder``. ValueError: clips at different sampling rates.
+    """
+    folder = speech_commands_folder(root, words)
+    listed = folder / "testing_list.txt"
+    test_names = set(listed.read_text().split()) if listed.is_file() else set()
+    X, y, is_test, rates = [], [], [], set()
+    for label, word in enumerate(words):
+        for f in sorted((folder / word).glob("*.wav")):
+            rate, signal = wavfile.read(f)
+            rates.add(rate)
+            if len(rates) > 1:
+                raise ValueError(f"{f}: expected every clip at one sampling rate, got {sorted(rates)} Hz")
+            signal = signal.astype(np.float64)
+            signal = signal.mean(axis=1) if signal.ndim == 2 else signal
+            clip = np.zeros(rate)
+            clip[:min(rate, len(signal))] = signal[:rate]
+            X.append(log_mel(clip, rate, n_mels)[None])
+            y.append(label)
+            is_test.append(f"{word}/{f.name}" in test_names)
+    return np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64), np.asarray(is_test)

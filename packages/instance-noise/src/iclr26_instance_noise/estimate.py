@@ -78,7 +78,10 @@ def rho_knn(X, y_noisy, k: int = 15) -> np.ndarray:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < len(y):
         raise ValueError(f"k: expected an integer in [1, {len(y) - 1}], got {k!r}")
     _, idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-    neighbours = np.array([row[row != i][:k] for i, row in enumerate(idx)])
+    # the first k columns that are not the instance itself (it may sit anywhere among exact duplicates,
+    # or be missing when k + 1 duplicates tie): a stable sort moves its column last
+    others = np.argsort(idx == np.arange(len(y))[:, None], axis=1, kind="stable")[:, :k]
+    neighbours = np.take_along_axis(idx, others, axis=1)
     frac = y[neighbours].mean(axis=1)
     return np.minimum(frac, 1.0 - frac)
 

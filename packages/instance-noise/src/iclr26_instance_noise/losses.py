@@ -136,7 +136,7 @@ def grad_hess(t, y_noisy, rho, mode: str = "backward", rho_max: float | None = R
     Backward: ``g = sigma(t) - y'``, ``h = sigma(t)(1 - sigma(t))`` (the exact Hessian).
     Forward: ``g = -(1 - 2 rho) p (1 - p) [y~ / p~ - (1 - y~) / (1 - p~)]`` and the Fisher
     (Gauss-Newton) curvature ``h = (1 - 2 rho)^2 p^2 (1 - p)^2 / (p~ (1 - p~))``, which is
-    non-negative; use it as a LightGBM/XGBoost custom objective.
+    non-negative (``objectives.corrected_objective`` wraps it for LightGBM and XGBoost).
 
     Args: as ``corrected_logistic``. Returns: ``(g, h)``, each ``(n,)``.
     """

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
+from iclr26_shared.device import worker_budget
 from scipy.stats import norm
 
 from .data import make_pu_split
@@ -239,10 +240,11 @@ def _rows(records) -> list[dict[str, Any]]:
 
 
 def run_pubench(scale: str, device: str, seed: int, out_dir: pathlib.Path, data_dir=None) -> Result:
-    """Runs the scale's sweep (joblib, 2 workers, resumable JSONL under ``out_dir``), then the direct checks."""
+    """Runs the scale's sweep (joblib, up to 2 workers within ``--threads``, resumable JSONL under
+    ``out_dir``), then the direct checks."""
     specs = bench_specs(scale, seed, device, data_dir or os.environ.get("ICLR26_DATA"))
     jsonl = pathlib.Path(out_dir) / f"pubench_runs__{scale}__seed{seed}__{device.replace(':', '-')}.jsonl"
-    n_jobs = 1 if device.startswith("cuda") or scale == "smoke" else min(2, os.cpu_count() or 1)
+    n_jobs = 1 if device.startswith("cuda") or scale == "smoke" else worker_budget(2)
     records = run_sweep(specs, backend="local", jobs=n_jobs, out=jsonl, data_dir=data_dir)
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
