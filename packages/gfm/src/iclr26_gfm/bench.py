@@ -62,7 +62,7 @@ CONFIGS = {
                     200),
     "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 5000, 1000, (128, 128, 128), 512, 2000, 100, 1000, 3, 300,
                     False, 2000, 1000),
-    "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 2000, (128, 128, 128), 512,
+    "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 1500, (128, 128, 128), 512,
                    10000, 100, 2000, 3, 1000, True, 2000, 1000),
     "paper": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2), ("random-polytope", 10), ("random-polytope", 50),
                      ("random-polytope", 100)), 5, 1_000_000, 100_000, 100_000, (512, 512, 512, 512), 4096, 100_000,
