@@ -2,7 +2,7 @@
 
 Scales (spec "Reproduction on CPU"):
 - ``smoke``: 16×16 gradient image, width 16, 20 iterations, 2 seeds; spectral claims only.
-- ``quick``: camera 48×48, width 64, 150 iterations; COSMO-RC and SIREN on 3 seeds (the paired
+- ``quick``: camera 40×40, width 64, 100 iterations; COSMO-RC and SIREN on 3 seeds (the paired
   central claim). The ablations and the other baselines run at ``full`` only.
 - ``full``: camera 48×48, width 64, 300 iterations; SIREN and COSMO-RC on 5 seeds, ReLU+PE, FINER,
   Gauss, WIRE, COSMO no-norm, RC no-mod, COSMO parameter-matched and COSMO with the ResNet-stem prior
@@ -38,7 +38,8 @@ FULL_MODELS = ("relu_pe", "finer", "gauss", "wire", "cosmo_rc_nonorm", "rc_nomod
 CONFIGS = {
     "smoke": {"image": "gradient", "size": 16, "width": 16, "layers": 3, "iters": 20, "seeds": 2,
               "extra": ("rc_nomod",)},
-    "quick": {"image": "camera", "size": 40, "width": 64, "layers": 3, "iters": 150, "seeds": 3, "extra": ()},
+    # quick: 100 iterations (150 cost 98 s of CPU, 23 s per COSMO-RC fit)
+    "quick": {"image": "camera", "size": 40, "width": 64, "layers": 3, "iters": 100, "seeds": 3, "extra": ()},
     # full: 48x48 (64x64 ran past 15 minutes on one idle core)
     "full": {"image": "camera", "size": 48, "width": 64, "layers": 3, "iters": 300, "seeds": 5,
              "extra": FULL_MODELS},
