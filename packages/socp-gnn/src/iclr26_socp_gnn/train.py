@@ -86,7 +86,8 @@ def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size:
         model.y_mean.fill_(0.0 if task == "solution" else float(ys.mean()))
         model.y_std.fill_(float(ys.std()) if float(ys.std()) > 0 else 1.0)
     model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    # foreach: one fused update over the GNN's ~250 small tensors (the per-tensor loop cost a quarter of a step)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
     steps = epochs * math.ceil(len(data) / batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: (lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * min(s, steps) / steps))) / lr)
