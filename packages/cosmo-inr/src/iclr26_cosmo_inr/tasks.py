@@ -114,7 +114,8 @@ def fit_signal(model: nn.Module, coords: Tensor, values: Tensor, *, iters: int, 
         raise ValueError(f"batch: expected a positive integer or None, got {batch}")
     warn_if_unbounded(model, values)
     reference = values if reference is None else reference
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: schedule_b ** min(step / iters, 1.0))
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     curve = np.full(int(iters), np.nan)

@@ -69,7 +69,8 @@ class LatentPrior(nn.Module):
         self.std.copy_(codes.std(0).clamp_min(1e-6))
         data = (codes - self.mean) / self.std
         gen = torch.Generator().manual_seed(int(seed))
-        opt = torch.optim.AdamW(self.parameters(), lr=lr)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.AdamW(self.parameters(), lr=lr, foreach=True)
         self.train()
         for _ in range(epochs):
             for idx in torch.randperm(len(data), generator=gen).split(batch_size):

@@ -255,7 +255,8 @@ class DREAM(ClusterMixin, BaseEstimator):
         """Pretrains L_Encode (VAE + graph reconstruction) with Adam, full batch or mini-batches of
         ``pretrain_batch_size`` rows (the GCN always propagates over the whole graph)."""
         encoders = [*self.vaes_.parameters(), *self.gcns_.parameters()]
-        opt = torch.optim.Adam(encoders, lr=self.lr)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.Adam(encoders, lr=self.lr, foreach=True)
         n = xs[0].shape[0]
         size = n if self.pretrain_batch_size is None else min(self.pretrain_batch_size, n)
         for epoch in _bar(range(self.pretrain_epochs), progress, "pretrain epochs"):
@@ -341,7 +342,8 @@ class DREAM(ClusterMixin, BaseEstimator):
 
         params = [*self.vaes_.parameters(), *self.gcns_.parameters(), *self.fusion_.parameters(),
                   *self.head_.parameters()]
-        opt = torch.optim.Adam(params, lr=self.lr)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.Adam(params, lr=self.lr, foreach=True)
         size = n if self.batch_size is None else min(self.batch_size, n)
         p = pseudo = None
         for epoch in _bar(range(self.epochs), progress, "joint epochs"):

@@ -123,7 +123,8 @@ class TokenPolicy:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
         rng = np.random.default_rng(self.seed)
-        opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
         warmup = max(1, min(50, steps // 10))
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))

@@ -180,7 +180,8 @@ class FlowEstimator:
             if not isinstance(out, Tensor) or tuple(out.shape) != tuple(z1_all[:2].shape):
                 got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
                 raise ValueError(f"velocity_net: expected an output of shape (n, {self.dim_}), got {got}")
-        opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr, foreach=True)
         gen = self._generator(1)
         losses = np.empty(self.n_steps_train)
         start = time.perf_counter()

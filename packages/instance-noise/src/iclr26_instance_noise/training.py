@@ -26,7 +26,8 @@ def train_corrected(net: torch.nn.Module, Z: torch.Tensor, y: torch.Tensor, rho:
         ``(net in eval mode, held-out backward-corrected loss per epoch)``.
     """
     dev = Z.device
-    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
     train_loss = InstanceCorrectedBCE(mode=mode, rho_max=None)
     val_loss = InstanceCorrectedBCE(mode="backward", rho_max=None)
     gen = torch.Generator().manual_seed(int(seed))

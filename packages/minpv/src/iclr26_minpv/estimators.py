@@ -251,7 +251,8 @@ class TimeScoreDRE:
             path.requires_grad_(False)
             learn_path = False
         params = list(net.parameters()) + [p for p in path.parameters() if p.requires_grad]
-        opt = torch.optim.Adam(params, lr=self.lr)
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opt = torch.optim.Adam(params, lr=self.lr, foreach=True)
         history = {"step": [], "loss": [], "path_variance": [], "kl": []}
         probe = (torch.as_tensor(sampler(PROBE_SIZE, rng), dtype=torch.float32, device=device) - mean) / scale
         eps = path.eps

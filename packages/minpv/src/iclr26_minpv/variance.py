@@ -204,7 +204,8 @@ def fit_path_variance(path: InterpolantPath, dim: int, second_moment: float, ste
     if steps < 1 or n_times < 1:
         raise ValueError(f"steps, n_times: expected positive ints, got {steps}, {n_times}")
     kw = _path_tensor_kw(path)
-    opt = torch.optim.Adam(params, lr=lr)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)
     history = []
     for _ in range(steps):
         t = torch.rand(n_times, 1, generator=generator, dtype=kw["dtype"]).to(kw["device"])

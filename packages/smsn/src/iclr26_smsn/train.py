@@ -77,7 +77,8 @@ def fit(model, train_set, *, epochs: int = 1, batch_size: int = 16, lr: float = 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     draws_gen = torch.Generator().manual_seed(seed)  # modality orders and latent noise of each global batch
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
     subsets = torch.as_tensor(subset_masks())
     history = History()

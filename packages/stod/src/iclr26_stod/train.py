@@ -149,9 +149,10 @@ def fit(model: EncodedSNN, train_loader: Iterable[tuple[Tensor, Tensor]], *, epo
     kernels = riemannian_kernels(model)
     kernel_ids = {id(k) for k in kernels}
     others = [p for p in model.parameters() if id(p) not in kernel_ids and p.requires_grad]
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
     optimizers: list[torch.optim.Optimizer] = [
-        torch.optim.Adam(others, lr=lr, weight_decay=weight_decay) if optimizer == "adam"
-        else torch.optim.SGD(others, lr=lr, momentum=0.9, weight_decay=weight_decay)]
+        torch.optim.Adam(others, lr=lr, weight_decay=weight_decay, foreach=True) if optimizer == "adam"
+        else torch.optim.SGD(others, lr=lr, momentum=0.9, weight_decay=weight_decay, foreach=True)]
     if kernels:
         optimizers.append(RiemannianSGD(kernels, lr=kernel_lr))
     history = History()

@@ -197,7 +197,8 @@ def pretrain(model: SpecViT, dataset: ShapesSeg, steps: int, objective: str = "c
     decay = [q for q in params if q.dim() >= 2 and q.shape[0] != 1]
     no_decay = [q for q in params if not (q.dim() >= 2 and q.shape[0] != 1)]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=lr)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    opt = torch.optim.AdamW(groups, lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, steps))
     gen = torch.Generator().manual_seed(seed)
     images = to_tensor(dataset.images, device)

@@ -121,7 +121,8 @@ def linear_probe_seg(model: SpecViT, train: ShapesSeg, test: ShapesSeg, epochs: 
     y_train = torch.as_tensor(mask_patches(train.masks, p).reshape(-1, p * p).astype(np.int64), device=device)
     head = init_linear_(torch.nn.Linear(D, p * p * n_classes), gen).to(device)
     ignore = -100 if ignore_index is None else ignore_index
-    opt = torch.optim.Adam(head.parameters(), lr=lr)
+    # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+    opt = torch.optim.Adam(head.parameters(), lr=lr, foreach=True)
     for _ in range(epochs):
         order = torch.randperm(len(x_train), generator=gen).to(device)
         for start in range(0, len(order), batch_size):

@@ -229,7 +229,8 @@ class TorchPUEstimator(PUEstimator):
         """Hook after training (e.g. PUSB's threshold); default: nothing."""
 
     def _optimizer(self, params, lr=None, weight_decay=None):
-        return torch.optim.Adam(params, lr=self.lr if lr is None else lr,
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        return torch.optim.Adam(params, lr=self.lr if lr is None else lr, foreach=True,
                                 weight_decay=self.weight_decay if weight_decay is None else weight_decay)
 
     def _train(self, X, s, prior) -> None:
