@@ -67,6 +67,26 @@ def test_same_seed_same_samples_and_save_load(tmp_path):
         PlainFM.load(path)
 
 
+def test_ema_averages_the_iterates_and_round_trips(tmp_path):
+    X, C = make_target("simplex-dirichlet", 300, 3, seed=1)
+    kw = {**SMALL, "seed": 7}
+    ema = GaugeFlowMatching(C, ema_decay=0.9, **kw).fit(X)
+    # by hand: the iterate after k steps is the k-step fit; average with decay min(0.9, (1 + k)/(10 + k))
+    iterates = [[p.detach() for p in GaugeFlowMatching(C, **{**kw, "n_steps_train": k}).fit(X).net_.parameters()]
+                for k in range(SMALL["n_steps_train"] + 1)]
+    avg = iterates[0]
+    for k, params in enumerate(iterates[1:]):
+        decay = min(0.9, (1 + k) / (10 + k))
+        avg = [decay * a + (1 - decay) * p for a, p in zip(avg, params)]
+    for a, p in zip(avg, ema.net_.parameters()):
+        assert torch.allclose(a, p, atol=1e-6)
+    assert not torch.allclose(avg[0], iterates[-1][0])  # the average is not the last iterate
+    again = GaugeFlowMatching.load(ema.save(tmp_path / "ema.pt"))
+    assert again.ema_decay == 0.9 and torch.equal(again.sample(50, steps=5), ema.sample(50, steps=5))
+    with pytest.raises(ValueError, match="ema_decay"):
+        GaugeFlowMatching(C, ema_decay=1.0)
+
+
 def test_bad_training_data_is_refused():
     X, C = make_target("simplex-dirichlet", 50, 3, seed=0)
     bad = X.clone()

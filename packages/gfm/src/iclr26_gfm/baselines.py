@@ -144,11 +144,12 @@ class ReflectedFM(FlowEstimator):
 
     def __init__(self, constraint: ConvexSet, hidden: Sequence[int] = (256, 256, 256), lr: float = 1e-3,
                  batch_size: int = 512, n_steps_train: int = 5000, seed: int = 0, device: str = "cpu",
-                 max_reflections: int = 8, time_features: int = 16):
+                 max_reflections: int = 8, time_features: int = 16, ema_decay: float = 0.0):
         if not isinstance(constraint, Polytope):
             raise TypeError(f"constraint: ReflectedFM needs a Polytope (faces to reflect at), "
                             f"got {type(constraint).__name__}")
-        super().__init__(hidden, lr, batch_size, n_steps_train, "independent", seed, device, time_features)
+        super().__init__(hidden, lr, batch_size, n_steps_train, "independent", seed, device, time_features,
+                         ema_decay=ema_decay)
         self.constraint, self.max_reflections = constraint, int(max_reflections)
 
     def _prepare(self, X) -> Tensor:

@@ -112,17 +112,22 @@ class FlowEstimator:
 
     ``coupling="ot"`` pairs each training batch by exact mini-batch OT (:func:`ot_pairing`), within blocks of
     ``ot_batch_size`` rows (``None``: the whole batch).
+
+    ``ema_decay`` > 0: the fitted net is the exponential moving average of the Adam iterates (decay
+    ``min(ema_decay, (1 + k)/(10 + k))`` at step ``k``); 0 keeps the last iterate.
     """
 
     def __init__(self, hidden: Sequence[int] = (256, 256, 256), lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, coupling: str = "independent", seed: int = 0, device: str = "cpu",
                  time_features: int = TIME_FEATURES, *, velocity_net: nn.Module | None = None,
-                 ot_batch_size: int | None = None):
+                 ot_batch_size: int | None = None, ema_decay: float = 0.0):
         if velocity_net is not None and not isinstance(velocity_net, nn.Module):
             raise TypeError(f"velocity_net: expected a torch.nn.Module or None, got {type(velocity_net).__name__}")
         if ot_batch_size is not None and (not isinstance(ot_batch_size, int) or ot_batch_size < 1):
             raise ValueError(f"ot_batch_size: expected a positive integer or None, got {ot_batch_size!r}")
-        self.velocity_net, self.ot_batch_size = velocity_net, ot_batch_size
+        if not 0.0 <= ema_decay < 1.0:
+            raise ValueError(f"ema_decay: expected a number in [0, 1), got {ema_decay!r}")
+        self.velocity_net, self.ot_batch_size, self.ema_decay = velocity_net, ot_batch_size, float(ema_decay)
         self.hidden = tuple(int(h) for h in hidden)
         self.lr, self.batch_size, self.n_steps_train = float(lr), int(batch_size), int(n_steps_train)
         self.coupling = _check_choice("coupling", coupling, COUPLINGS)
@@ -182,6 +187,8 @@ class FlowEstimator:
                 raise ValueError(f"velocity_net: expected an output of shape (n, {self.dim_}), got {got}")
         # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
         opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr, foreach=True)
+        params = list(self.net_.parameters())
+        ema = [p.detach().clone() for p in params] if self.ema_decay > 0 else None
         gen = self._generator(1)
         losses = np.empty(self.n_steps_train)
         start = time.perf_counter()
@@ -198,7 +205,13 @@ class FlowEstimator:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if ema is not None:
+                decay = min(self.ema_decay, (1 + step) / (10 + step))
+                torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - decay)
             losses[step] = loss.item()
+        if ema is not None:
+            with torch.no_grad():
+                torch._foreach_copy_(params, ema)
         self.train_seconds_ = time.perf_counter() - start
         self.losses_ = losses
         self.sample_generator_ = self._generator(2)
@@ -273,7 +286,8 @@ class FlowEstimator:
     def _config(self) -> dict:
         return {"hidden": list(self.hidden), "lr": self.lr, "batch_size": self.batch_size,
                 "n_steps_train": self.n_steps_train, "coupling": self.coupling, "seed": self.seed,
-                "time_features": self.time_features, "ot_batch_size": self.ot_batch_size}
+                "time_features": self.time_features, "ot_batch_size": self.ot_batch_size,
+                "ema_decay": self.ema_decay}
 
     def save(self, path) -> pathlib.Path:
         """Writes the configuration, the set and the weights to ``path`` (torch format), atomically."""
@@ -386,11 +400,11 @@ class GaugeFlowMatching(FlowEstimator):
                  boundary: str = "reflect", coupling: str = "independent", lr: float = 1e-3, batch_size: int = 512,
                  n_steps_train: int = 5000, seed: int = 0, device: str = "cpu", final_rescale: bool = True,
                  time_features: int = TIME_FEATURES, *, velocity_net: nn.Module | None = None,
-                 ot_batch_size: int | None = None):
+                 ot_batch_size: int | None = None, ema_decay: float = 0.0):
         if not isinstance(constraint, (ConvexSet, SphericalCap)):
             raise TypeError(f"constraint: expected a ConvexSet or SphericalCap, got {type(constraint).__name__}")
         super().__init__(hidden, lr, batch_size, n_steps_train, coupling, seed, device, time_features,
-                         velocity_net=velocity_net, ot_batch_size=ot_batch_size)
+                         velocity_net=velocity_net, ot_batch_size=ot_batch_size, ema_decay=ema_decay)
         self.constraint = constraint
         self.cap = constraint if isinstance(constraint, SphericalCap) else None
         self.source = _check_choice("source", source, ("uniform_ball", "gaussian"))

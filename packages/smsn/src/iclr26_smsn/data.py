@@ -94,22 +94,131 @@ def apply_mask(images, mask):
     return images * m.reshape(*m.shape, *([1] * (images.ndim - 2)))
 
 
-def _radial(rng: np.random.Generator, r0: float, theta: np.ndarray, phi: np.ndarray | None) -> np.ndarray:
-    """r(θ[, φ]) = r0·(1 + Σ_k a_k cos(kθ + φ_k) [+ Σ_k b_k cos(kφ + ψ_k)]), a_k, b_k ~ U(0, 0.12)."""
-    ks = range(2, 5) if phi is None else range(2, 4)
+def _radial_terms(three_d: bool) -> list[tuple[int, bool]]:
+    """``(k, on_phi)`` of the shape terms of a star-shaped region, in the order their draws are made:
+    k = 2..4 in θ (2-D), or k = 2, 3 in θ then in φ (3-D). Each term draws an amplitude, then a phase."""
+    return [(k, on_phi) for k in (range(2, 4) if three_d else range(2, 5))
+            for on_phi in ((False, True) if three_d else (False,))]
+
+
+def _radial_coeffs(rng: np.random.Generator, three_d: bool) -> list[tuple[int, float, float, bool]]:
+    """Draws a region's shape: ``(k, amplitude ~ U(0, 0.12), phase ~ U(0, 2π), on_phi)`` per term."""
+    return [(k, rng.uniform(0, 0.12), rng.uniform(0, 2 * np.pi), on_phi) for k, on_phi in _radial_terms(three_d)]
+
+
+def _radial(r0, coeffs, theta: np.ndarray, phi: np.ndarray | None) -> np.ndarray:
+    """r(θ[, φ]) = r0·(1 + Σ_k a_k cos(kθ + φ_k) [+ Σ_k b_k cos(kφ + ψ_k)]).
+
+    ``r0`` and the amplitudes/phases in ``coeffs`` (``(k, a, phase, on_phi)``) are floats, or arrays that
+    broadcast against the angles (one row per candidate shape); the result has the broadcast shape.
+    """
     pert = np.zeros_like(theta)
-    for k in ks:
-        pert += rng.uniform(0, 0.12) * np.cos(k * theta + rng.uniform(0, 2 * np.pi))
-        if phi is not None:
-            pert += rng.uniform(0, 0.12) * np.cos(k * phi + rng.uniform(0, 2 * np.pi))
+    for k, amp, phase, on_phi in coeffs:
+        pert += amp * np.cos(k * (phi if on_phi else theta) + phase)
     return r0 * (1.0 + pert)
 
 
-def _phantom_case(rng: np.random.Generator, shape: tuple[int, ...], noise: float, bias_field: float):
-    """One case: (images (4, *shape), labels, tissue, clean)."""
+def _distance(coords: list[np.ndarray], centre: list) -> np.ndarray:
+    """Euclidean distance of the points ``coords`` (one array per axis) to ``centre`` (broadcasting per axis)."""
+    return np.sqrt(sum((c - c0) ** 2 for c, c0 in zip(coords, centre)))
+
+
+def _polar(coords: list[np.ndarray], centre: list) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(distance, θ, φ or None) of the points ``coords`` (one array per axis) about ``centre`` (one float, or
+    array broadcasting against ``coords``, per axis); the outputs have the broadcast shape."""
+    d = [c - c0 for c, c0 in zip(coords, centre)]
+    dist = _distance(coords, centre)
+    theta = np.arctan2(d[1], d[0])
+    phi = np.arccos(np.clip(d[2] / np.maximum(dist, 1e-9), -1, 1)) if len(coords) == 3 else None
+    return dist, theta, phi
+
+
+def _uniform(u, low: float, high):
+    """``Generator.uniform(low, high)`` from the standard-uniform draw ``u`` it is made of: low + (high − low)·u."""
+    return low + (high - low) * u
+
+
+_TUMOUR_TRIES = 100
+_TRY_CHUNK = 16
+_BATCH = 64  # cases smoothed together by make_phantom
+
+
+def _place_tumour(rng: np.random.Generator, inner: list[float], size: int, vent_coords: list[np.ndarray]):
+    """Draws the lesion until its oedema misses the ventricles, at most ``_TUMOUR_TRIES`` tries.
+
+    Each try draws a centre ``c_j ~ U(-inner_j, inner_j)``; one outside the inner ellipse ends the try, else
+    r_ed ~ U(0.1, 0.2)·size, r_tc = r_ed·U(0.45, 0.6), r_ncr = r_tc·U(0.15, 0.45) and the oedema shape
+    (``_radial_coeffs``) follow. The tries are evaluated in chunks from one block of standard-uniform draws;
+    ``rng`` is then left exactly where the one-draw-at-a-time loop leaves it, with the same values.
+
+    Args:
+        inner: semi-axes of the ellipse the centre must lie in (one per axis).
+        vent_coords: coordinates of the ventricle voxels inside the brain, one ``(V,)`` array per axis.
+
+    Returns:
+        ``(centre, r_ed, r_tc, r_ncr, ed_shape)`` of the accepted try, or None when every try failed.
+    """
+    ndim = len(inner)
+    terms = _radial_terms(ndim == 3)
+    per_try = ndim + 3 + 2 * len(terms)
+    state = rng.bit_generator.state
+    u = rng.random(_TUMOUR_TRIES * per_try)
+    n_starts = len(u) - ndim + 1
+    centres = [_uniform(u[j:j + n_starts], -s, s) for j, s in enumerate(inner)]  # the centre a try at o draws
+    inside = (sum((c / s) ** 2 for c, s in zip(centres, inner)) <= 1.0).tolist()
+    starts, offset = [], 0
+    for _ in range(_TUMOUR_TRIES):
+        if inside[offset]:
+            starts.append(offset)
+        offset += per_try if inside[offset] else ndim
+    accepted, used = None, offset
+    vent = [c[None, :] for c in vent_coords]
+    for first in range(0, len(starts), _TRY_CHUNK):
+        o = np.array(starts[first:first + _TRY_CHUNK])  # (T,) offsets of the tries of this chunk
+        centre = [c[o, None] for c in centres]
+        r_ed = _uniform(u[o + ndim], 0.10, 0.20) * size
+        amps = [_uniform(u[o + ndim + 3 + 2 * i], 0, 0.12) for i in range(len(terms))]
+        dist = _distance(vent, centre)  # (T, V)
+        # r(θ) lies in r_ed·(1 ± Σ a_k): the nearest ventricle voxel decides most tries without any angle
+        nearest, spread = dist.min(1, initial=np.inf), sum(amps)
+        misses = nearest > r_ed * (1.0 + spread) * (1.0 + 1e-9)
+        unsure = np.flatnonzero(~misses & (nearest > r_ed * (1.0 - spread) * (1.0 - 1e-9)))
+        if unsure.size:
+            _, theta, phi = _polar(vent, [c[unsure] for c in centre])
+            coeffs = [(k, amps[i][unsure, None], _uniform(u[o[unsure, None] + ndim + 4 + 2 * i], 0, 2 * np.pi), on_phi)
+                      for i, (k, on_phi) in enumerate(terms)]
+            misses[unsure] = ~(dist[unsure] <= _radial(r_ed[unsure, None], coeffs, theta, phi)).any(1)
+        if misses.any():
+            accepted = int(o[np.argmax(misses)])
+            used = accepted + per_try
+            break
+    rng.bit_generator.state = state
+    rng.random(used)  # consume exactly the draws of the tries made
+    if accepted is None:
+        return None
+    v = u[accepted:accepted + per_try].tolist()
+    centre = [_uniform(v[j], -s, s) for j, s in enumerate(inner)]
+    r_ed = _uniform(v[ndim], 0.10, 0.20) * size
+    r_tc = r_ed * _uniform(v[ndim + 1], 0.45, 0.60)
+    r_ncr = r_tc * _uniform(v[ndim + 2], 0.15, 0.45)  # ET is a rim: a minority of the oedema-like T2/FLAIR lesion
+    ed_shape = [(k, _uniform(v[ndim + 3 + 2 * i], 0, 0.12), _uniform(v[ndim + 4 + 2 * i], 0, 2 * np.pi), on_phi)
+                for i, (k, on_phi) in enumerate(terms)]
+    return centre, r_ed, r_tc, r_ncr, ed_shape
+
+
+def _phantom_anatomy(rng: np.random.Generator, grid: list[np.ndarray], bias_terms: list[np.ndarray],
+                     bias_field: float):
+    """One case before smoothing and noise, drawn from ``rng``.
+
+    Args:
+        grid: centred voxel coordinates, one ``shape`` array per axis.
+        bias_terms: the monomials of ``_quadratic_terms`` of the normalised coordinates.
+
+    Returns:
+        ``(biased (4, *shape) float64, labels, tissue, head (*shape) bool, clean (4, *shape) float32)``.
+    """
+    shape = grid[0].shape
     size = shape[0]
-    axes = [np.arange(n, dtype=np.float64) - (n - 1) / 2 for n in shape]
-    grid = np.meshgrid(*axes, indexing="ij")
     a = rng.uniform(0.38, 0.45) * size
     b = rng.uniform(0.30, 0.38) * size
     rot = np.deg2rad(rng.uniform(-15, 15))
@@ -141,51 +250,54 @@ def _phantom_case(rng: np.random.Generator, shape: tuple[int, ...], noise: float
     labels = np.zeros(shape, dtype=np.int64)
     if rng.uniform() >= 0.05:
         inner = [s - 0.12 * size for s in semi]
-        for _ in range(100):
-            centre = [rng.uniform(-s, s) for s in inner]
-            if sum((c / s) ** 2 for c, s in zip(centre, inner)) > 1.0:
-                continue
-            d = [c - c0 for c, c0 in zip(coords, centre)]
-            dist = np.sqrt(sum(x**2 for x in d))
-            theta = np.arctan2(d[1], d[0])
-            phi = np.arccos(np.clip(d[2] / np.maximum(dist, 1e-9), -1, 1)) if len(shape) == 3 else None
-            r_ed = rng.uniform(0.10, 0.20) * size
-            r_tc = r_ed * rng.uniform(0.45, 0.60)
-            r_ncr = r_tc * rng.uniform(0.15, 0.45)  # ET is a rim: a minority of the oedema-like T2/FLAIR lesion
-            wt = (dist <= _radial(rng, r_ed, theta, phi)) & brain
-            if not (wt & ventricles).any():
-                break
-        else:
-            wt = np.zeros(shape, dtype=bool)
-        tc = wt & (dist <= _radial(rng, r_tc, theta, phi))
-        ncr = tc & (dist <= _radial(rng, r_ncr, theta, phi))
-        labels[wt] = 2
+        three_d = len(shape) == 3
+        vent = ventricles & brain  # the oedema must not touch the ventricles
+        placed = _place_tumour(rng, inner, size, [c[vent] for c in coords])
+        # no place found: radii -1 give empty regions (the core's shapes and the arc are drawn all the same)
+        centre, r_ed, r_tc, r_ncr, ed_shape = placed or ([0.0] * len(shape), -1.0, -1.0, -1.0, [])
+        # The regions are evaluated only at the brain voxels within the oedema's largest radius
+        # r_ed·(1 + Σ a_k): elsewhere every region is empty (cos <= 1 and rounding is monotone).
+        reach = r_ed * (1.0 + sum(amp for _, amp, _, _ in ed_shape)) * (1.0 + 1e-9)
+        near = np.flatnonzero(brain & (_distance(coords, centre) <= reach))
+        dist, theta, phi = _polar([c.reshape(-1)[near] for c in coords], centre)
+        wt = dist <= _radial(r_ed, ed_shape, theta, phi)
+        tc = wt & (dist <= _radial(r_tc, _radial_coeffs(rng, three_d), theta, phi))
+        ncr = tc & (dist <= _radial(r_ncr, _radial_coeffs(rng, three_d), theta, phi))
+        flat = labels.reshape(-1)
+        flat[near[wt]] = 2
         if rng.uniform() < 0.1:  # low-grade case: no enhancing tumour, the whole core is NCR
-            labels[tc] = 1
+            flat[near[tc]] = 1
         else:
             # Incomplete ring enhancement: only an arc of the rim enhances (the rest is necrosis), so the
             # rim's place next to the necrotic core does not give ET away without T1ce.
             arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
-            labels[tc] = 1
-            labels[tc & ~ncr & arc] = 4
+            flat[near[tc]] = 1
+            flat[near[tc & ~ncr & arc]] = 4
     for lab, tis in _TISSUE_OF_LABEL.items():
         tissue[labels == lab] = tis
 
-    clean = np.moveaxis(TISSUE_MEANS[tissue], -1, 0)  # (4, *shape)
+    clean = TISSUE_MEANS.T[:, tissue]  # (4, *shape)
     gain = rng.uniform(0.9, 1.1, size=(4,) + (1,) * len(shape))
-    norm = [g / (n / 2) for g, n in zip(grid, shape)]
-    poly = sum(rng.normal() * p for p in _quadratic_terms(norm))
+    poly = sum(rng.normal() * p for p in bias_terms)
     poly = 2 * (poly - poly.min()) / max(poly.max() - poly.min(), 1e-9) - 1
-    img = clean * gain * (1 + bias_field * poly)
-    img = np.stack([gaussian_filter(ch, 0.7) for ch in img])
-    n1 = rng.normal(0, noise, img.shape)
-    n2 = rng.normal(0, noise, img.shape)
-    img = np.sqrt((img + n1) ** 2 + n2**2)
-    mu = img[:, head].mean(axis=1).reshape(4, *([1] * len(shape)))
-    sd = img[:, head].std(axis=1).reshape(4, *([1] * len(shape)))
+    return clean * gain * (1 + bias_field * poly), labels, tissue, head, clean
+
+
+def _noisy_normalised(rng: np.random.Generator, smooth: np.ndarray, head: np.ndarray, noise: float) -> np.ndarray:
+    """Rician noise sqrt((x + n1)² + n2²), n1, n2 ~ N(0, noise²) from ``rng``, then a z-score per modality inside
+    ``head`` and zeros outside: ``smooth (4, *shape)`` float64 -> float32 of the same shape."""
+    img = smooth + rng.normal(0, noise, smooth.shape)
+    img *= img
+    n2 = rng.normal(0, noise, smooth.shape)
+    n2 *= n2
+    img += n2
+    np.sqrt(img, out=img)
+    inside = img[:, head]
+    mu = inside.mean(axis=1).reshape(4, *([1] * head.ndim))
+    sd = inside.std(axis=1).reshape(4, *([1] * head.ndim))
     img = (img - mu) / np.maximum(sd, 1e-6)
     img[:, ~head] = 0.0
-    return img.astype(np.float32), labels, tissue, clean.astype(np.float32)
+    return img.astype(np.float32)
 
 
 def _quadratic_terms(x: list[np.ndarray]) -> list[np.ndarray]:
@@ -229,9 +341,19 @@ def make_phantom(n: int, size: int = 64, seed: int = 0, *, noise: float = 0.05, 
     if not 0 <= bias_field < 1:
         raise ValueError(f"bias_field: expected 0 <= bias_field < 1, got {bias_field!r}")
     shape = (size, size) if ndim == 2 else (size, size, depth or size)
-    cases = [_phantom_case(np.random.default_rng(seed + i), shape, noise, bias_field) for i in range(n)]
-    images, labels, tissue, clean = (np.stack(parts) for parts in zip(*cases))
-    return PhantomSet(images, labels, tissue, clean if return_clean else None)
+    grid = np.meshgrid(*(np.arange(k, dtype=np.float64) - (k - 1) / 2 for k in shape), indexing="ij")
+    bias_terms = _quadratic_terms([g / (k / 2) for g, k in zip(grid, shape)])
+    sigma = (0, 0) + (0.7,) * ndim  # the same Gaussian per modality image, over a batch of cases at once
+    images, labels, tissue, clean = [], [], [], []
+    for start in range(0, n, _BATCH):
+        rngs = [np.random.default_rng(seed + i) for i in range(start, min(n, start + _BATCH))]
+        cases = [_phantom_anatomy(rng, grid, bias_terms, bias_field) for rng in rngs]
+        smooth = gaussian_filter(np.stack([case[0] for case in cases]), sigma)
+        images += [_noisy_normalised(rng, sm, case[3], noise) for rng, sm, case in zip(rngs, smooth, cases)]
+        labels += [case[1] for case in cases]
+        tissue += [case[2] for case in cases]
+        clean += [case[4] for case in cases]
+    return PhantomSet(np.stack(images), np.stack(labels), np.stack(tissue), np.stack(clean) if return_clean else None)
 
 
 def labels_to_classes(labels):
