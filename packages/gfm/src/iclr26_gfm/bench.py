@@ -32,8 +32,15 @@ from .model import GaugeFlowMatching
 PAPER = "Gauge Flow Matching: Efficient Constrained Generative Modeling over General Convex Set and Beyond"
 PACKAGE = "iclr26-gfm"
 Tensor = torch.Tensor
-SPEED_MAX = 1.5
-"""Threshold of ``speed_vs_plain``: sampling time GFM / PlainFM at equal NFE."""
+SPEED_MAX = 1.10
+"""Threshold of ``speed_vs_plain``: sampling time GFM / PlainFM at equal NFE (issue 33: overhead <= 10%)."""
+TRAINING = {"lr": 3e-3, "ema_decay": 0.99}
+"""Adam step and EMA of the iterates for every trained method: the best of lr 1e-3 / 2e-3 / 3e-3 for each
+method alike on the tuning seeds 101, 202, 303 (quick target, 1,000 steps; see the README)."""
+GFM_COUPLING = {"coupling": "ot", "ot_batch_size": 64}
+"""GFM's pairing: exact OT within blocks of 64 rows (SW2 0.021 vs 0.025 independent on the tuning seeds)."""
+TIMED = ("GFM(reflect)", "PlainFM", "ReflectedFM")
+"""The methods whose sampling the speed claims compare (``timing_seconds``; NaN in the other rows)."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +68,10 @@ CONFIGS = {
     "smoke": Config((("simplex-dirichlet", 2),), 2, 1000, 500, 60, (32, 32), 128, 500, 10, 200, 1, 30, False, 200,
                     200),
     # quick: MMD (reported, not gated) on 1,000 points: 2,000 cost ~7 s of the 120 s budget per seed
-    "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 5000, 1000, (128, 128, 128), 512, 2000, 100, 1000, 3, 300,
+    "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 5000, 1000, (128, 128, 128), 512, 2000, 100, 2000, 5, 300,
                     False, 1000, 1000),
     "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 1500, (128, 128, 128), 512,
-                   10000, 100, 2000, 3, 1000, True, 2000, 1000),
+                   10000, 100, 2000, 5, 1000, True, 2000, 1000),
     "paper": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2), ("random-polytope", 10), ("random-polytope", 50),
                      ("random-polytope", 100)), 5, 1_000_000, 100_000, 100_000, (512, 512, 512, 512), 4096, 100_000,
                     100, 100_000, 3, 5000, True, 5000, 10_000),
@@ -123,9 +130,9 @@ def _run_target(target: str, dim: int, seed: int, cfg: Config, device: str) -> l
     truth = sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
     floor = sample_target(target, cfg.n_truth, dim, seed=30_000 + seed)
     common = {"hidden": cfg.hidden, "batch_size": cfg.batch_size, "n_steps_train": cfg.train_steps, "seed": seed,
-              "device": device}
+              "device": device, **TRAINING}
     n, steps = cfg.n_sample, cfg.euler_steps
-    gfm = GaugeFlowMatching(C, **common).fit(X)
+    gfm = GaugeFlowMatching(C, **common, **GFM_COUPLING).fit(X)
     plain = PlainFM(**common).fit(X)
     projected, rejection = ProjectedFM.from_fitted(plain, C), RejectionFM.from_fitted(plain, C)
     reflected = ReflectedFM(C, **common).fit(X)
@@ -148,10 +155,10 @@ def _run_target(target: str, dim: int, seed: int, cfg: Config, device: str) -> l
                                                        rejection.acceptance_)})
     for row in rows:
         row.update(nll.get(row["method"], {}))
-    samplers = {name: (lambda k, e=est: e.sample(k, steps)) for name, est in methods.items()}
+    samplers = {name: (lambda k, e=methods[name]: e.sample(k, steps)) for name in TIMED}
     timing = _timed_samples(samplers, cfg.n_timing, cfg.timing_repeats)
     for row in rows:
-        row["timing_seconds"] = timing[row["method"]]
+        row["timing_seconds"] = timing.get(row["method"], float("nan"))
     S_none = gfm.sample(n, steps, boundary="none", final_rescale=False)
     stats = gfm.sample_stats_
     rows.append(_evaluate("GFM(none, no rescale)", target, seed, C, S_none, truth, cfg,
@@ -169,8 +176,8 @@ def _run_extra(name: str, target: str, dim: int, steps_train: int, seed: int, cf
     X, C = make_target(target, cfg.n_train, dim, seed=10_000 + seed)
     truth = sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
     common = {"hidden": cfg.hidden, "batch_size": cfg.batch_size, "n_steps_train": steps_train, "seed": seed,
-              "device": device}
-    ests = [("GFM(reflect)", GaugeFlowMatching(C, **common).fit(X))]
+              "device": device, **TRAINING}
+    ests = [("GFM(reflect)", GaugeFlowMatching(C, **common, **GFM_COUPLING).fit(X))]
     if name == "mirror":
         ests.append(("MirrorFM", MirrorFM(C, **common).fit(X)))
     rows = []

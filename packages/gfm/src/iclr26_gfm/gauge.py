@@ -79,14 +79,11 @@ def _reflect_once(z: np.ndarray, z_new: np.ndarray) -> tuple[np.ndarray, np.ndar
     return p, z_new - 2 * (np.einsum("ij,ij->i", z_new, p) - 1)[:, None] * p
 
 
-def _reflect_rows(start: Tensor, end: Tensor, max_reflections: int) -> Tensor:
-    """Repeated reflection of the steps ``start → end`` (``(k, d)``, every ``end`` outside the ball).
+def _reflect_rows(s: np.ndarray, e: np.ndarray, max_reflections: int) -> np.ndarray:
+    """Repeated reflection of the steps ``s → e`` (``(k, d)``, every ``e`` outside the ball) → ``(k, d)``.
 
-    Up to ``max_reflections`` reflections, then projection onto the sphere. The rows are few (the
-    iterates that left the ball in this step), so the arithmetic runs in NumPy on the host, where an
-    operation on a handful of rows costs far less than a torch call; the result returns on ``end``'s device.
+    Up to ``max_reflections`` reflections, then projection onto the sphere.
     """
-    s, e = start.detach().cpu().numpy(), end.detach().cpu().numpy()
     out, idx = e.copy(), np.arange(e.shape[0])
     for _ in range(max_reflections):
         s, e = _reflect_once(s, e)
@@ -97,7 +94,17 @@ def _reflect_rows(start: Tensor, end: Tensor, max_reflections: int) -> Tensor:
             break
     if idx.size:
         out[idx] = e / np.linalg.norm(e, axis=1, keepdims=True)
-    return torch.from_numpy(out).to(end.device)
+    return out
+
+
+def _outside_rows(s: np.ndarray, e: np.ndarray, mode: str, max_reflections: int) -> np.ndarray:
+    """The operator on the rows ``e`` ``(k, d)`` outside the ball, stepped from ``s`` ``(k, d)`` → ``(k, d)``."""
+    if mode == "project":
+        return e / np.linalg.norm(e, axis=1, keepdims=True)
+    if mode == "radial":
+        norm = np.linalg.norm(e, axis=1, keepdims=True)
+        return e * (np.clip(2 - norm, 0, None) / norm)
+    return _reflect_rows(s, e, max_reflections)
 
 
 def ball_boundary_step(z_prev: Tensor, z_new: Tensor, mode: str = "reflect", max_reflections: int = 8) -> Tensor:
@@ -125,20 +132,24 @@ def boundary_step_counted(z_prev: Tensor, z_new: Tensor, mode: str = "reflect",
                           max_reflections: int = 8) -> tuple[Tensor, int]:
     """``ball_boundary_step`` (arguments unchecked) plus the number of rows of ``z_new`` outside the ball.
 
-    Cost per call when no row left the ball: one norm, one comparison and one ``nonzero``; otherwise the
-    operator touches only the rows outside.
+    The rows outside are few, so the operator runs on them in NumPy on the host, where an operation on a
+    handful of rows costs far less than a torch call; on the CPU the test ``‖z‖ > 1`` runs there too
+    (NumPy views of the tensors, no copy). The result has ``z_new``'s device and dtype.
     """
-    norm = torch.linalg.vector_norm(z_new, dim=1)
-    out_idx = torch.nonzero(norm > 1).squeeze(1)
+    if z_new.device.type == "cpu":
+        e = z_new.detach().numpy()
+        out_idx = np.flatnonzero(np.einsum("ij,ij->i", e, e) > 1)
+        if mode == "none" or out_idx.size == 0:
+            return z_new, out_idx.size
+        result = e.copy()
+        result[out_idx] = _outside_rows(z_prev.detach().numpy()[out_idx], e[out_idx], mode, max_reflections)
+        return torch.from_numpy(result), out_idx.size
+    out_idx = torch.nonzero(torch.linalg.vector_norm(z_new, dim=1) > 1).squeeze(1)
     n_out = out_idx.numel()
     if mode == "none" or n_out == 0:
         return z_new, n_out
+    rows = _outside_rows(z_prev[out_idx].detach().cpu().numpy(), z_new[out_idx].detach().cpu().numpy(), mode,
+                         max_reflections)
     result = z_new.clone()
-    if mode == "project":
-        result[out_idx] = z_new[out_idx] / norm[out_idx, None]
-    elif mode == "radial":
-        no = norm[out_idx, None]
-        result[out_idx] = z_new[out_idx] * ((2 - no).clamp(min=0) / no)
-    else:
-        result[out_idx] = _reflect_rows(z_prev[out_idx], z_new[out_idx], max_reflections)
+    result[out_idx] = torch.from_numpy(rows).to(z_new.device)
     return result, n_out
