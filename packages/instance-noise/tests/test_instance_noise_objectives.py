@@ -45,6 +45,28 @@ def _two_groups():
     return x[:, None], y_noisy, share
 
 
+@pytest.mark.parametrize("library", objectives.LIBRARIES)
+@pytest.mark.parametrize("mode", ["forward", "backward"])
+def test_objective_on_the_librarys_own_data_object_is_grad_hess(library, mode):
+    """The labels come from a real ``lightgbm.Dataset`` / ``xgboost.DMatrix``; preds are the library's raw scores."""
+    lib = pytest.importorskip(library)
+    X, y = data.breast_cancer()
+    rho = np.random.default_rng(1).uniform(0, 0.45, len(y))
+    if library == "lightgbm":
+        dtrain = lib.Dataset(X, y, params={"verbose": -1}).construct()
+        booster = lib.train({"objective": "binary", "num_leaves": 4, "verbose": -1, "num_threads": 1}, dtrain, 5)
+        t = booster.predict(X, raw_score=True)
+    else:
+        dtrain = lib.DMatrix(X, y)
+        booster = lib.train({"objective": "binary:logistic", "max_depth": 2, "nthread": 1}, dtrain, 5)
+        t = booster.predict(dtrain, output_margin=True)
+    g, h = objectives.corrected_objective(rho, mode)(t, dtrain)
+    g_ref, h_ref = losses.grad_hess(t, y, rho, mode)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-12)
+    assert np.ptp(g) > 0.1  # the boosted scores differ per row, so this compares varied gradients
+
+
 def test_lightgbm_with_the_objective_is_lightgbm_binary_at_zero_rho_and_corrects_at_constant_rho():
     lgb = pytest.importorskip("lightgbm")
     X, y = data.breast_cancer()

@@ -79,3 +79,18 @@ def test_cli_says_claim_not_reproduced(tmp_path, capsys):
     write_json_atomic(result_path(tmp_path, "smsn", "quick", 0, "cpu"), {"claims": claims, "status": "ok"})
     _report_central_claim(argparse.Namespace(out=str(tmp_path), scale="quick", seed=0, device="cpu"))
     assert "CLAIM NOT REPRODUCED (smsn_vs_parallel_hard)" in capsys.readouterr().out
+
+
+def test_evaluate_subsets_hd95():
+    torch.manual_seed(0)
+    from iclr26_smsn.data import classes_to_labels
+    from iclr26_smsn.metrics import region_hd95
+
+    model = SMSN(widths=(4, 8, 8)).eval()
+    data = PhantomDataset.from_phantom(make_phantom(3, 16, seed=1))
+    ev = evaluate_subsets(model, data, with_hd95=True)
+    assert ev["hd95_per_sample"].shape == (3, 15, 3)
+    with torch.no_grad():
+        pred = classes_to_labels(model(data.images, torch.ones(3, 4, dtype=torch.bool)).logits.argmax(1)).numpy()
+    for i in range(3):
+        assert np.allclose(ev["hd95_per_sample"][i, -1], list(region_hd95(pred[i], data.labels[i].numpy()).values()))

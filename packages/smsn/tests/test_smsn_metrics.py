@@ -47,3 +47,39 @@ def test_region_dice_matches_monai():
     metric = monai_metrics.DiceMetric(include_background=True, reduction="none")
     ref = metric(torch.as_tensor(onehot[0]).float(), torch.as_tensor(onehot[1]).float())[0].numpy()
     assert np.allclose(list(region_dice(pred, gt).values()), ref)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_hd95_shifted_squares(k):
+    from iclr26_smsn.metrics import hd95
+
+    a = np.zeros((40, 40), bool)
+    a[10:20, 10:20] = True
+    b = np.roll(a, k, axis=0)
+    assert hd95(a, b) == pytest.approx(k)
+    assert hd95(a, a) == 0.0
+
+
+def test_hd95_empty_rules():
+    from iclr26_smsn.metrics import hd95, region_hd95
+
+    z = np.zeros((6, 8), bool)
+    one = z.copy()
+    one[2, 3] = True
+    assert hd95(z, z) == 0.0
+    assert hd95(one, z) == hd95(z, one) == pytest.approx(10.0)
+    assert region_hd95(np.zeros((6, 8), int), np.zeros((6, 8), int)) == {"WT": 0.0, "TC": 0.0, "ET": 0.0}
+    with pytest.raises(ValueError, match="pred_mask"):
+        hd95(z, np.zeros((6, 7), bool))
+
+
+def test_hd95_matches_medpy():
+    medpy_binary = pytest.importorskip("medpy.metric.binary")
+    from iclr26_smsn import make_phantom
+    from iclr26_smsn.metrics import hd95
+
+    labels = make_phantom(6, 48, seed=4).labels
+    for i in range(5):
+        pred, gt = labels[i] > 0, np.roll(labels[i + 1] > 0, i, axis=1)
+        if pred.any() and gt.any():
+            assert hd95(pred, gt) == pytest.approx(medpy_binary.hd95(pred, gt))

@@ -39,6 +39,8 @@ from .noise import instance_only_flip
 PAPER = "Resurfacing the Instance-only Dependent Label Noise Model through Loss Correction"
 PACKAGE = "iclr26-instance-noise"
 RHO_MAX = 0.45
+CLEANLAB_NOT_APPLICABLE = ("cleanlab: not applicable, cleanlab is not installed (extra `cleanlab`); "
+                           "claims 2c and 5d not judged")
 
 
 @dataclass(frozen=True)
@@ -146,16 +148,18 @@ def run_linear(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Res
         Claim.at_most("6 risk equivalence: noisy corrected risk = clean risk", "Theorem (risk equivalence)",
                       abs(gap.z), 4.0, f"|mean corrected - clean CE| / SE over {cfg.draws} draws"),
     ]
-    if with_cleanlab:
-        cl_wins = int(np.sum(np.array(acc["forward-oracle"]) > np.array(acc["cleanlab"])))
+    if with_cleanlab:  # the issue's criterion: forward-oracle >= cleanlab on at least 80 % of the seeds
+        cl_wins = int(np.sum(np.array(acc["forward-oracle"]) >= np.array(acc["cleanlab"])))
         metrics["forward_oracle_wins_over_cleanlab"] = cl_wins
         claims += [
             Claim.at_least("2c forward with oracle rho beats cleanlab CleanLearning in most seeds",
                            "issue 37: >= 8 of 10 seeds", cl_wins, int(np.ceil(0.8 * k)),
-                           f"seeds (of {k}) where forward-oracle beats cleanlab"),
+                           f"seeds (of {k}) where accuracy(forward-oracle) >= accuracy(cleanlab)"),
             paired("5d forward with rho_hat is within 0.02 of cleanlab CleanLearning", "issue 37: within 0.02",
                    "forward-rho_hat", "cleanlab", -0.02),
         ]
+    else:  # not applicable rather than failed: the anchor is an optional extra
+        rows.append({"method": CLEANLAB_NOT_APPLICABLE})
     return Result(metrics=metrics, rows=rows, claims=claims)
 
 

@@ -85,7 +85,7 @@ def _train_eval(name: str, cfg: dict, seed: int, device: str, train_set, test_se
     hist = fit(model, train_set, steps=cfg["steps"], batch_size=cfg["batch"], lr=cfg["lr"], weight_decay=1e-4,
                seed=seed, device=device, loss=loss)
     train_s = time.perf_counter() - start
-    ev = evaluate_subsets(model, test_set, batch_size=32 if cfg["ndim"] == 2 else 2)
+    ev = evaluate_subsets(model, test_set, batch_size=32 if cfg["ndim"] == 2 else 2, with_hd95=True)
     # structural (holds for any weights): measured on the first seed's models only (None: not measured)
     leak, repeat = mask_leakage(model, leak_images, seed) if leak_images is not None else (None, None)
     d = ev["dice"]
@@ -95,6 +95,9 @@ def _train_eval(name: str, cfg: dict, seed: int, device: str, train_set, test_se
            "et_without_t1ce": float(d[~has_t1ce, 2].mean()), "wt_flair_alone": float(d[flair_alone, 0])}
     row.update({f"{r}_mean": ev["mean"][r] for r in REGIONS})
     row.update({f"{r}_full": float(d[full_idx, j]) for j, r in enumerate(REGIONS)})
+    # hd95 (pixels/voxels, reported, not gated): per region over the 15 subsets, and with all four modalities
+    row.update({f"{r}_hd95_mean": float(ev["hd95"][:, j].mean()) for j, r in enumerate(REGIONS)})
+    row.update({f"{r}_hd95_full": float(ev["hd95"][full_idx, j]) for j, r in enumerate(REGIONS)})
     row.update({f"{ev['subsets'][i]}_{r}": float(d[i, j]) for i in range(len(d)) for j, r in enumerate(REGIONS)})
     return row, ev
 

@@ -82,6 +82,31 @@ class _Decoder(nn.Module):
             x = block(torch.cat([x, skip], dim=1))
         return self.head(x)
 
+    def skip_terms(self, feats: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The skip half of each block's first convolution, per modality (no bias).
+
+        ``feats`` per level ``(B, M, w_l, *S_l)`` -> per block (deepest first) ``(B, M, w_l, *S_l)``. The
+        convolution is linear, so the available-modality mean of these equals the skip half applied to the
+        mean skip: computed once for all 15 subsets (``forward_terms``).
+        """
+        conv_fn = F.conv2d if self.ndim == 2 else F.conv3d
+        terms = []
+        for block, f in zip(self.blocks, reversed(feats[:-1])):
+            conv = block[0]
+            out = conv_fn(f.flatten(0, 1), conv.weight[:, -f.shape[2]:], None, padding=conv.padding)
+            terms.append(out.reshape(*f.shape[:2], *out.shape[1:]))
+        return terms
+
+    def forward_terms(self, bottleneck: torch.Tensor, terms: list[torch.Tensor]) -> torch.Tensor:
+        """``forward`` with the skips given as their fused first-convolution terms ``(B, w_l, *S_l)``."""
+        conv_fn = F.conv2d if self.ndim == 2 else F.conv3d
+        x = bottleneck
+        for block, term in zip(self.blocks, terms):
+            x = F.interpolate(x, size=term.shape[2:], mode="nearest")
+            conv = block[0]
+            x = block[1:](conv_fn(x, conv.weight[:, : x.shape[1]], conv.bias, padding=conv.padding) + term)
+        return self.head(x)
+
 
 def _expand(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``(B, M)`` -> ``(B, M, 1, ..., 1)`` broadcastable against ``(B, M, C, *spatial)``."""
@@ -185,6 +210,28 @@ class _Backbone(nn.Module):
         fused, aux = self.fuse(feats[-1], mask, order)
         return SegOutput(self.decoder(fused, skips), aux)
 
+    def prepare_subsets(self, feats: list[torch.Tensor]) -> dict:
+        """What every subset's evaluation shares, from ``encode`` of the full input (see ``decode_subset``)."""
+        return {"feats": feats, "terms": self.decoder.skip_terms(feats), "fusion": self._fusion_cache(feats[-1])}
+
+    def _fusion_cache(self, x: torch.Tensor):
+        return None
+
+    def fuse_subset(self, x: torch.Tensor, avail: torch.Tensor, cache, order: torch.Tensor | None) -> torch.Tensor:
+        """Fused bottleneck ``(B, C, *s)`` for one subset ``avail (M,)`` from the full features ``x (B, M, C, *s)``."""
+        return self.fuse(x, avail.expand(len(x), -1), order)[0]
+
+    def decode_subset(self, prepared: dict, avail: torch.Tensor, order: torch.Tensor | None = None) -> torch.Tensor:
+        """Eval-mode logits ``(B, n_classes, *S)`` for the subset ``avail (M,)`` bool (same for the whole batch).
+
+        Equals ``forward(x, mask)`` (up to float rounding) with ``prepared = prepare_subsets(encode(x))``:
+        a modality's encoding does not depend on the others, and masked modalities never reach the output.
+        """
+        idx = avail.nonzero().flatten()
+        terms = [t[:, idx].mean(1) for t in prepared["terms"]]
+        return self.decoder.forward_terms(self.fuse_subset(prepared["feats"][-1], avail, prepared["fusion"], order),
+                                          terms)
+
     def forward(self, x: torch.Tensor, mask, *, order: torch.Tensor | None = None) -> SegOutput:
         """Segments ``x (B, M, *S)`` using only the modalities with ``mask (B, M)`` true.
 
@@ -285,6 +332,36 @@ class SpecificExtractor(nn.Module):
         out = self.block(tokens, src_key_padding_mask=pad)
         return out[:, : m * n].reshape(b, m, n, c).transpose(2, 3).reshape(b, m, c, *spatial)
 
+    def modality_cache(self, xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tokens ``(B, M, n, C)`` and their pre-LN query/key/value projections ``(B, M, n, 3C)`` of the full
+        features ``xs (B, M, C, *s)``: they do not depend on the subset (``forward_subset``)."""
+        tokens = xs.flatten(3).transpose(2, 3)
+        attn = self.block.self_attn
+        return tokens, F.linear(self.block.norm1(tokens), attn.in_proj_weight, attn.in_proj_bias)
+
+    def forward_subset(self, cache: tuple[torch.Tensor, torch.Tensor], z2: torch.Tensor,
+                       avail: torch.Tensor) -> torch.Tensor:
+        """``forward`` restricted to the outputs that are used: tokens of the available modalities ``avail (M,)``
+        as queries, those and the tokens of ``z2 (B, C, *s)`` as keys. Returns ``(B, k, C, *s)`` for the k
+        available modalities. Equal (up to rounding) to ``forward`` in eval mode, where masked keys get weight 0."""
+        tokens, qkv = cache
+        layer, attn = self.block, self.block.self_attn
+        b, _, n, c = tokens.shape
+        idx = avail.nonzero().flatten()
+        k, h = len(idx), attn.num_heads
+        t = tokens[:, idx].reshape(b, k * n, c)
+        q, kx, vx = qkv[:, idx].reshape(b, k * n, 3 * c).chunk(3, dim=-1)
+        zt = z2.flatten(2).transpose(1, 2)
+        kz, vz = F.linear(layer.norm1(zt), attn.in_proj_weight[c:], attn.in_proj_bias[c:]).chunk(2, dim=-1)
+
+        def heads(a: torch.Tensor) -> torch.Tensor:
+            return a.reshape(b, -1, h, c // h).transpose(1, 2)
+
+        out = F.scaled_dot_product_attention(heads(q), heads(torch.cat([kx, kz], 1)), heads(torch.cat([vx, vz], 1)))
+        y = t + attn.out_proj(out.transpose(1, 2).reshape(b, k * n, c))
+        y = y + layer.linear2(layer.activation(layer.linear1(layer.norm2(y))))
+        return y.reshape(b, k, n, c).transpose(2, 3).reshape(b, k, c, *z2.shape[2:])
+
 
 class SMSN(_Backbone):
     """Sequential Multi-modal Segmentation Network.
@@ -343,11 +420,27 @@ class SMSN(_Backbone):
             draws["order"] = reorder_modalities(mask, generator)
         return draws
 
-    def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
-        """``x (B, 4, C, *s)`` -> fused ``(B, C, *s)`` and aux (kl, recon, orth, z1, z2, order)."""
+    def _ordered(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
+        """Masked features ``(B, 4, C, *s)``, their re-ordering ``xs``, the re-ordered mask ``(B, 4)`` and ``order``."""
         if order is None:
             order = reorder_modalities(mask, random=self.training and self.random_order)
         x = x * _expand(mask, x)
+        idx = order.reshape(*order.shape, *([1] * (x.ndim - 2)))
+        return x, torch.gather(x, 1, idx.expand(-1, -1, *x.shape[2:])), torch.gather(mask, 1, order), order
+
+    def _fusion_cache(self, x: torch.Tensor):
+        return self.extractor.modality_cache(x)
+
+    def fuse_subset(self, x: torch.Tensor, avail: torch.Tensor, cache, order: torch.Tensor | None) -> torch.Tensor:
+        """Eval-mode ``fuse`` of one subset without the loss terms (no reconstruction, no orthogonality), with
+        the specific-feature block on the available tokens only (``SpecificExtractor.forward_subset``)."""
+        _, xs, m, _ = self._ordered(x, avail.expand(len(x), -1), order)
+        z2 = self.z_proj(self.ibfm(xs, None, m)["z2"])
+        return (self.extractor.forward_subset(cache, z2, avail) + z2.unsqueeze(1)).mean(1)
+
+    def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
+        """``x (B, 4, C, *s)`` -> fused ``(B, C, *s)`` and aux (kl, recon, orth, z1, z2, order)."""
+        x, xs, m, order = self._ordered(x, mask, order)
         if self.recon_target == "feature":
             targets = x
         elif self._images is not None:
@@ -356,9 +449,7 @@ class SMSN(_Backbone):
         else:  # decode() on cached features: the images are unknown, so no image reconstruction term
             targets = None
         idx = order.reshape(*order.shape, *([1] * (x.ndim - 2)))
-        xs = torch.gather(x, 1, idx.expand(-1, -1, *x.shape[2:]))
         tg = None if targets is None else torch.gather(targets, 1, idx.expand(-1, -1, *targets.shape[2:]))
-        m = torch.gather(mask, 1, order)
         ib = self.ibfm(xs, tg, m, self._noise)
         z2 = self.z_proj(ib["z2"])
         specific = self.extractor(x, z2, mask)

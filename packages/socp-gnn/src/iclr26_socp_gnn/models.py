@@ -2,7 +2,8 @@
 
 Both take a PyG (batched) ``HeteroData`` from ``to_heterodata`` and return, per ``task``:
 ``feasibility`` -> logits (B,); ``objective`` -> values (B,); ``solution`` -> x̂ (total number of variables,).
-Outputs are in the data's units: ``y_mean``/``y_std`` buffers (set by ``train.fit``) undo the target scaling.
+Inputs are standardised and outputs returned in the data's units by the scaling buffers of ``_Scaled``
+(set by ``train.fit``).
 """
 from __future__ import annotations
 
@@ -98,17 +99,78 @@ def _graph_sum(h: torch.Tensor, idx: torch.Tensor, num_graphs: int) -> torch.Ten
     return out.index_add_(0, idx, h)
 
 
+def _positions(batch, node_type: str, size: int) -> torch.Tensor:
+    """Index of every ``node_type`` node inside its own instance, shape ``(N,)``; every instance must have ``size``."""
+    idx, B = _graph_index(batch, node_type)
+    counts = torch.bincount(idx, minlength=B)
+    if not bool(torch.all(counts == size)):
+        raise ValueError(f"batch: the per-variable scaling was fitted on instances with {size} {node_type} nodes, got "
+                         f"{sorted(set(counts.tolist()))} (fit with scaling='pooled' for instances of mixed sizes)")
+    return torch.arange(idx.numel(), device=idx.device) % max(size, 1)
+
+
 class _Scaled(nn.Module):
-    """Holds the target scaling buffers shared by both models."""
+    """Holds the input and target scaling buffers shared by both models (their values are set by ``train.fit``).
+
+    Inputs: every node feature column is standardised per node type (``x_mean_<type>``, ``x_std_<type>``, shape
+    ``(NODE_DIMS[type],)``) and every edge weight divided by one scale per edge type (``w_scale_<relation>``, the
+    RMS of that type's weights); both are pooled over nodes and instances, so the GNN stays permutation
+    equivariant. With per-variable scaling the load feature ``h_r`` of linear row ``r`` is further replaced by its
+    per-row z-score ``(h_r − h_mean[r]) / h_std[r]`` (``h_mean``, ``h_std`` of shape ``(q,)``; empty otherwise).
+    Targets: ``y_mean`` and ``y_std`` are scalars (pooled) or ``(n,)`` vectors (one per variable position).
+    Per-position buffers tie the model to one instance layout (a power grid's variables); pooled ones do not.
+    """
 
     def __init__(self, task: str):
         super().__init__()
         self.task = _check_task(task)
         self.register_buffer("y_mean", torch.zeros(()))
         self.register_buffer("y_std", torch.ones(()))
+        self.register_buffer("h_mean", torch.zeros(0))
+        self.register_buffer("h_std", torch.ones(0))
+        for t, d in NODE_DIMS.items():
+            self.register_buffer(f"x_mean_{t}", torch.zeros(d))
+            self.register_buffer(f"x_std_{t}", torch.ones(d))
+        for et in EDGE_TYPES:
+            self.register_buffer(f"w_scale_{et[1]}", torch.ones(()))
 
-    def unscale(self, z: torch.Tensor) -> torch.Tensor:
-        return z if self.task == "feasibility" else z * self.y_std + self.y_mean
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the target and load buffers change shape with the scaling mode: take the saved shapes
+        for name in ("y_mean", "y_std", "h_mean", "h_std"):
+            saved = state_dict.get(prefix + name)
+            if saved is not None and saved.shape != getattr(self, name).shape:
+                setattr(self, name, torch.empty_like(saved))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    @property
+    def per_variable(self) -> bool:
+        """True when the targets are scaled per variable position (``y_std`` of shape ``(n,)``)."""
+        return self.y_std.dim() == 1
+
+    def inputs(self, batch) -> tuple[dict[str, torch.Tensor], dict]:
+        """Scaled node features (type -> (N_type, NODE_DIMS[type])) and edges (type -> (edge_index, weight (E,)))."""
+        x = {t: (batch[t].x - getattr(self, f"x_mean_{t}")) / getattr(self, f"x_std_{t}") for t in NODE_DIMS}
+        if self.h_mean.numel():
+            pos = _positions(batch, "lin", self.h_mean.numel())
+            z = (batch["lin"].x[:, 0] - self.h_mean[pos]) / self.h_std[pos]
+            x["lin"] = torch.cat([z.unsqueeze(-1), x["lin"][:, 1:]], -1)
+        edges = {et: (batch[et].edge_index, batch[et].edge_weight / getattr(self, f"w_scale_{et[1]}"))
+                 for et in EDGE_TYPES}
+        return x, edges
+
+    def target_scale(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, std) of the targets broadcastable to the model's output: scalars, or (N_var,) per variable."""
+        if self.task == "solution" and self.per_variable:
+            pos = _positions(batch, "var", self.y_std.numel())
+            return self.y_mean[pos], self.y_std[pos]
+        return self.y_mean, self.y_std
+
+    def unscale(self, z: torch.Tensor, batch) -> torch.Tensor:
+        """Model output in data units: ``z · std + mean`` (logits pass through)."""
+        if self.task == "feasibility":
+            return z
+        mean, std = self.target_scale(batch)
+        return z * std + mean
 
 
 class SOCPGNN(_Scaled):
@@ -131,8 +193,8 @@ class SOCPGNN(_Scaled):
         self.readout = mlp(4 * hidden, hidden, 1) if task != "solution" else mlp(3 * hidden, hidden, 1)
 
     def forward(self, batch) -> torch.Tensor:
-        h = {t: self.embed[t](batch[t].x) for t in NODE_DIMS}
-        edges = {et: (batch[et].edge_index, batch[et].edge_weight) for et in EDGE_TYPES}
+        x, edges = self.inputs(batch)
+        h = {t: self.embed[t](x[t]) for t in NODE_DIMS}
         for layer in self.layers:
             h = layer(h, edges)
         sums = {}
@@ -144,14 +206,15 @@ class SOCPGNN(_Scaled):
             z = self.readout(torch.cat([h["var"], sums["var"][idx], sums["cone"][idx]], -1)).squeeze(-1)
         else:
             z = self.readout(torch.cat([sums[t] for t in NODE_DIMS], -1)).squeeze(-1)
-        return self.unscale(z)
+        return self.unscale(z, batch)
 
 
 class FlatMLP(_Scaled):
     """Fully connected baseline on the flattened instance of one fixed size ``(n, cone_dims, q)``.
 
     Input: ``[var features (n·5), A (K·n), b (K), f (m·n), g (m), E (q·n), lin features (q·4)]`` with
-    ``K = Σ k_i``, read densely from the graph. Refuses instances of any other size.
+    ``K = Σ k_i``, read densely from the graph after the input scaling of ``_Scaled``. Refuses instances of any
+    other size.
     """
 
     def __init__(self, n: int, cone_dims, q: int = 0, hidden=(512, 512, 512), task: str = "feasibility"):
@@ -182,7 +245,8 @@ class FlatMLP(_Scaled):
             if batch[t].x.size(0) != B * size:
                 raise ValueError(f"batch: FlatMLP was built for {size} {t} nodes per instance, got "
                                  f"{batch[t].x.size(0)} over {B} instances (the GNN accepts any size)")
-        x = batch["var"].x
+        feats, edges = self.inputs(batch)
+        x = feats["var"]
         cone_idx = batch[RC].edge_index[1] % m
         expected = torch.repeat_interleave(torch.arange(m, device=x.device),
                                            torch.tensor(self.cone_dims, device=x.device)).repeat(B)
@@ -190,21 +254,21 @@ class FlatMLP(_Scaled):
             raise ValueError(f"batch: FlatMLP was built for cone sizes {self.cone_dims}; an instance differs")
 
         def dense(et, rows):
-            ei, w = batch[et].edge_index, batch[et].edge_weight
+            ei, w = edges[et]
             M = x.new_zeros(B, rows, n)
             g_of = ei[0] // n
             M[g_of, ei[1] % max(rows, 1), ei[0] % n] = w
             return M.reshape(B, -1)
 
-        parts = [x.reshape(B, -1), dense(VR, K), batch["row"].x.reshape(B, -1), dense(VC, m),
-                 batch["cone"].x[:, 0].reshape(B, -1)]
+        parts = [x.reshape(B, -1), dense(VR, K), feats["row"].reshape(B, -1), dense(VC, m),
+                 feats["cone"][:, 0].reshape(B, -1)]
         if q:
-            parts += [dense(VL, q), batch["lin"].x.reshape(B, -1)]
+            parts += [dense(VL, q), feats["lin"].reshape(B, -1)]
         return torch.cat(parts, -1)
 
     def forward(self, batch) -> torch.Tensor:
         z = self.net(self.flatten(batch))
-        return self.unscale(z.reshape(-1))
+        return self.unscale(z.reshape(-1), batch)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch
 
-from .graph import to_heterodata
+from .graph import EDGE_TYPES, NODE_DIMS, to_heterodata
 from .problem import SOCP
 
 
@@ -57,15 +57,77 @@ def make_batches(data_list, batch_size: int, device, order=None) -> list:
             for s in range(0, len(order), batch_size)]
 
 
+SCALINGS = ("pooled", "variable")
+FEATURE_CONSTANT = 1e-9  # a feature column whose std is below this x (1 + |mean|) is constant: centred, not scaled
+TARGET_STD_FLOOR = 1e-3  # per-position stds below this x their RMS (constant variables, loads) are raised to it
+
+
+def _floored_std(std: torch.Tensor) -> torch.Tensor:
+    """Per-position stds (d,) with every entry below ``TARGET_STD_FLOOR`` x their RMS raised to that floor."""
+    rms = float(torch.sqrt(torch.mean(std ** 2))) if std.numel() else 0.0
+    return torch.clamp(std, min=TARGET_STD_FLOOR * rms) if rms > 0 else torch.ones_like(std)
+
+
+def set_scaling(model, data: list, scaling: str = "pooled") -> None:
+    """Fits the input and target scaling buffers of ``model`` (see ``models._Scaled``) on training graphs.
+
+    ``data``: ``HeteroData`` graphs from ``graphs`` (labels attached). ``'pooled'``: every node feature column
+    standardised over all nodes of its type (a column of one value is only centred), every edge weight divided
+    by its edge type's RMS, targets by one mean and one std (equivariant; any instance size). ``'variable'``
+    (instances of one layout, e.g. a power grid under load changes): in addition the load feature ``h_r`` of
+    each linear row and, for the solution task, each variable's target are standardised with their own mean
+    and std across the training instances; stds below ``TARGET_STD_FLOOR`` times their RMS (variables the
+    instances never move, such as a generator at its limit, or buses without load) are raised to that floor.
+
+    Raises:
+        ValueError: unknown ``scaling``; ``'variable'`` with instances of different sizes.
+    """
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling: expected one of {SCALINGS}, got {scaling!r}")
+    dtype = next(model.parameters()).dtype
+    for t in NODE_DIMS:
+        x = torch.cat([d[t].x for d in data]).to(dtype)
+        mean = x.mean(0) if len(x) else torch.zeros(NODE_DIMS[t], dtype=dtype)
+        std = x.std(0, correction=0) if len(x) else torch.ones(NODE_DIMS[t], dtype=dtype)
+        setattr(model, f"x_mean_{t}", mean)
+        setattr(model, f"x_std_{t}", torch.where(std > FEATURE_CONSTANT * (1 + mean.abs()), std, torch.ones_like(std)))
+    for et in EDGE_TYPES:
+        w = torch.cat([d[et].edge_weight for d in data]).to(dtype)
+        rms = float(torch.sqrt(torch.mean(w ** 2))) if len(w) else 0.0
+        setattr(model, f"w_scale_{et[1]}", torch.tensor(rms if rms > 0 else 1.0, dtype=dtype))
+    task, empty = model.task, torch.zeros(0, dtype=dtype)
+    model.h_mean, model.h_std = empty, torch.ones(0, dtype=dtype)
+    if scaling == "variable":
+        sizes = {(d["var"].x.size(0), d["lin"].x.size(0)) for d in data}
+        if len(sizes) != 1:
+            raise ValueError(f"scaling: 'variable' needs instances of one layout (same n, q), got (n, q) in "
+                             f"{sorted(sizes)}")
+        (q,) = {s[1] for s in sizes}
+        if q:
+            h = torch.stack([d["lin"].x[:, 0] for d in data]).to(dtype)
+            model.h_mean, model.h_std = h.mean(0), _floored_std(h.std(0, correction=0))
+    if task == "feasibility":
+        return
+    if scaling == "variable" and task == "solution":
+        ys = torch.stack([_targets(d, task) for d in data]).to(dtype)
+        model.y_mean, model.y_std = ys.mean(0), _floored_std(ys.std(0, correction=0))
+    else:
+        ys = torch.cat([_targets(d, task).reshape(-1) for d in data]).to(dtype)
+        std = float(ys.std())
+        model.y_mean, model.y_std = ys.mean(), torch.tensor(std if std > 0 else 1.0, dtype=dtype)
+
+
 def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size: int = 64, seed: int = 0,
         device="cpu", weight_decay: float = 0.0, clip: float = 1.0, lr_min: float = 1e-5, log_every: int = 25,
-        restore_best: bool = True, callback=None, progress=None) -> History:
+        restore_best: bool = True, callback=None, progress=None, scaling: str = "pooled") -> History:
     """Trains ``model`` on ``train`` (list of ``(SOCP, label)``); returns its ``History``.
 
     Adam with cosine decay from ``lr`` to ``lr_min`` per step, gradient-norm clip ``clip``; loss: BCE with
-    logits (feasibility) or MSE on standardised targets (objective, solution; the scale is a single scalar
-    for the solution so equivariance is kept). With ``val``, the validation metric of ``evaluate`` is logged
-    every ``log_every`` epochs and, if ``restore_best``, the best state is restored at the end (early stopping).
+    logits (feasibility) or MSE on standardised targets (objective, solution). Inputs and targets are scaled
+    as ``scaling`` says (``set_scaling``: ``'pooled'`` keeps the GNN equivariant and accepts any instance size;
+    ``'variable'`` standardises every variable and load of a fixed layout, for power grids). With ``val``, the
+    validation metric of ``evaluate`` is logged every ``log_every`` epochs and, if ``restore_best``, the best
+    state is restored at the end (early stopping).
     ``callback(epoch, val_metric)`` is called at each log; ``progress`` wraps the range of epochs (a
     progress-bar function such as ``iclr26_shared.cli.progress``).
     """
@@ -81,10 +143,7 @@ def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size:
     device = torch.device(device)
     dtype = next(model.parameters()).dtype
     data = graphs(train, task, dtype)
-    if task != "feasibility":
-        ys = torch.cat([_targets(d, task).reshape(-1) for d in data])
-        model.y_mean.fill_(0.0 if task == "solution" else float(ys.mean()))
-        model.y_std.fill_(float(ys.std()) if float(ys.std()) > 0 else 1.0)
+    set_scaling(model, data, scaling)
     model.to(device)
     # foreach: one fused update over the GNN's ~250 small tensors (the per-tensor loop cost a quarter of a step)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
@@ -107,7 +166,7 @@ def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size:
             if task == "feasibility":
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(out, y)
             else:
-                loss = torch.mean(((out - y) / model.y_std) ** 2)
+                loss = torch.mean(((out - y) / model.target_scale(batch)[1]) ** 2)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
