@@ -10,14 +10,18 @@ REGIONS = ("WT", "TC", "ET")
 _REGION_LABELS = {"WT": (1, 2, 4), "TC": (1, 4), "ET": (4,)}
 
 
+def _check_labels(arr: np.ndarray, name: str) -> None:
+    bad = np.setdiff1d(np.unique(arr), BRATS_LABELS)
+    if bad.size:
+        raise ValueError(f"{name}: expected values in {BRATS_LABELS}, got also {bad.tolist()}")
+
+
 def _check_pair(pred, gt) -> tuple[np.ndarray, np.ndarray]:
     pred, gt = np.asarray(pred), np.asarray(gt)
     if pred.shape != gt.shape:
         raise ValueError(f"pred_labels: expected the shape of gt_labels {gt.shape}, got {pred.shape}")
-    for name, arr in (("pred_labels", pred), ("gt_labels", gt)):
-        bad = np.setdiff1d(np.unique(arr), BRATS_LABELS)
-        if bad.size:
-            raise ValueError(f"{name}: expected values in {BRATS_LABELS}, got also {bad.tolist()}")
+    _check_labels(pred, "pred_labels")
+    _check_labels(gt, "gt_labels")
     return pred, gt
 
 
@@ -105,7 +109,7 @@ def evaluate_subsets(model, dataset, *, tta_orders: int = 1, batch_size: int = 1
             items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
             x = torch.stack([it[0] for it in items]).to(device)
             y = np.stack([np.asarray(it[1]) for it in items])
-            _check_pair(y, y)
+            _check_labels(y, "dataset labels")
             gt = torch.stack([torch.as_tensor(np.isin(y, _REGION_LABELS[r])) for r in REGIONS], 1).flatten(2)
             model.check_input(x, torch.ones(x.shape[:2], dtype=torch.bool, device=device))
             prepared = model.prepare_subsets(model.encode(x))
