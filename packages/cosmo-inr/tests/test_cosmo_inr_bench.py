@@ -29,3 +29,16 @@ def test_central_claim_follows_the_per_seed_order():
     good = judged(cosmo, siren)
     assert good.holds and good.per_seed["wins"] == 3
     assert not judged(siren, cosmo).holds  # method and baseline swapped
+
+
+def test_step_timer_runs_both_models_and_refuses_bad_sizes():
+    import pytest
+    import torch
+    from iclr26_cosmo_inr.perf import _time_worker, step_cost
+
+    threads = torch.get_num_threads()
+    seconds = _time_worker(64, 8, 1, 3, "fused", 1, 1)
+    torch.set_num_threads(threads)
+    assert set(seconds) == {"siren", "cosmo_rc"} and min(seconds.values()) > 0
+    with pytest.raises(ValueError, match="n_coords"):
+        step_cost(0)

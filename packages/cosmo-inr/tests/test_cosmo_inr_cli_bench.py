@@ -53,3 +53,18 @@ def test_smoke_benchmark_writes_the_result_contract(tmp_path):
     assert {"COSMO-RC", "SIREN", "RC no-mod"} <= {r["method"] for r in data["rows"]}
     assert all(set(c) >= {"name", "paper", "measured", "criterion", "holds"} for c in data["claims"])
     assert all(c["holds"] for c in data["claims"])  # the spectral identities hold at every scale
+
+
+@pytest.mark.parametrize("argv,option", [(["--width", "-3"], "--width"), (["--layers", "-1"], "--layers")])
+def test_negative_sizes_are_a_one_line_error_naming_the_option(tmp_path, capsys, argv, option):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", *argv, "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and err[-1].startswith(f"error: {option}: ") and "Traceback" not in "".join(err)
+
+
+def test_text_file_named_png_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "notes.png").write_text("this is text, not an image\n")
+    assert main(["fit", "--image", str(tmp_path / "notes.png"), "--iters", "1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --image: expected ")

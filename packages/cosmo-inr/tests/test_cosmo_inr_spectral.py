@@ -56,3 +56,11 @@ def test_bad_arguments_are_refused(kwargs):
 def test_unknown_activation_name_is_refused():
     with pytest.raises(ValueError, match="activation"):
         named_activation("relu6")
+
+
+def test_default_degree_does_not_alias_sin_90u():
+    # sin(90u) = 2 sum_m (-1)^m J_{2m+1}(90) T_{2m+1}(u), so E_odd = 4 sum_{k odd} J_k(90)^2 = 1 - J_0(180)
+    exact = 1.0 - scipy.special.j0(180.0)
+    adaptive = harmonic_profile(lambda u: torch.sin(90 * u), 1.0, 32)
+    assert abs(adaptive.e_odd - exact) <= 1e-6 and adaptive.e_even <= 1e-20
+    assert abs(harmonic_profile(lambda u: torch.sin(90 * u), 1.0, 32, degree=64).e_odd - exact) > 0.05

@@ -5,6 +5,7 @@ from iclr26_shared.bench import derive_seeds
 
 PAIRED = {bench.ERROR_SCALING: ["beats_random_subset"],
           bench.LTH: ["initial_prediction_match", "random_subnetwork_deviates", "late_trajectory_tracks_full"],
+          bench.ATTENTION: ["initial_prediction_match", "random_subnetwork_deviates", "late_trajectory_tracks_full"],
           bench.DATASET: ["compressed_matches_full", "random_subset_worse"]}
 
 

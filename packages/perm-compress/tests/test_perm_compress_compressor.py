@@ -99,14 +99,16 @@ def test_default_is_the_official_construction():
         MomentCompressor(k=2, greedy_threshold=-1).fit(W)
 
 
-def test_greedy_step_takes_the_tightest_cluster():
+@pytest.mark.parametrize("selection", ["sampled_diameter", "radius"])
+def test_greedy_step_takes_the_tightest_cluster(selection):
     rng = np.random.default_rng(8)
-    n_feat = tchakaloff_bound(2, 2)
-    tight = 1e-3 * rng.uniform(-1, 1, (n_feat + 1, 2)) + 0.5
-    W = np.vstack([tight, rng.uniform(-1, 1, (200, 2))])
-    mc = MomentCompressor(k=2, target_size=W.shape[0] - 1, strategy="greedy").fit(W)
-    removed = np.setdiff1d(np.arange(W.shape[0]), mc.support_)
-    assert removed.size == 1 and removed[0] < n_feat + 1
+    tight = 1e-3 * rng.uniform(-1, 1, (40, 2)) + 0.5  # any drawn seed in here has a tight cluster of N + 1 = 7
+    W = np.vstack([tight, rng.uniform(-1, 1, (40, 2))])
+    for state in range(5):
+        mc = MomentCompressor(k=2, target_size=W.shape[0] - 1, strategy="greedy", greedy_selection=selection,
+                              random_state=state).fit(W)
+        removed = np.setdiff1d(np.arange(W.shape[0]), mc.support_)
+        assert removed.size == 1 and removed[0] < 40
 
 
 def test_bad_inputs_and_identity():
@@ -121,6 +123,8 @@ def test_bad_inputs_and_identity():
         MomentCompressor(k=2).fit(W, sample_weight=-np.ones(100))
     with pytest.raises(ValueError, match="at most one"):
         MomentCompressor(k=2, target_size=20, ratio=0.5).fit(W)
+    with pytest.raises(ValueError, match="greedy_selection"):
+        MomentCompressor(k=2, greedy_selection="nearest").fit(W)
     with pytest.raises(ValueError, match="strategy"):
         MomentCompressor(k=2, strategy="best").fit(W)
     with pytest.warns(UserWarning, match="identity"):

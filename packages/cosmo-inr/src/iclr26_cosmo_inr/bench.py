@@ -12,6 +12,9 @@ Seeds are ``derive_seeds(seed, seeds)``. Runs are spread over as many processes 
 thread budget allows (one process, in place, under ``--threads 1``).
 - ``paper``: Kodak (``$ICLR26_DATA/kodak``) or the 20 offline scikit-image images at 256×256 RGB,
   width 256, 4500 iterations, all baselines with INCODE and the ResNet-stem prior (GPU).
+
+At ``full`` and ``paper`` on CPU the metrics add ``perf.step_cost`` at 65 536 coordinates, W = 256: the
+COSMO-RC / SIREN step-time ratio and peak memory (spec target <= 6x, <= 2 GiB), measured, not judged.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
 from joblib import Parallel, delayed
 
 from .data import OFFLINE_IMAGES, gradient_image, load_folder, load_image
+from .perf import step_cost
 from .spectral import chebyshev_coefficients, harmonic_profile, named_activation
 from .tasks import fit_image
 
@@ -123,6 +127,9 @@ def _run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     psnrs = {key: _mean(runs, key) for key in dict.fromkeys(k for k, _ in specs)}
     metrics = dict(spectral, **{f"psnr_{k}": v for k, v in psnrs.items()})
     metrics["any_nonfinite"] = float(any(r["nonfinite"] for r in runs))
+    if scale in ("full", "paper") and device == "cpu":  # spec "Performance": a metric, not a claim (load-dependent)
+        cost = step_cost(65536, 256, steps=2, threads=torch.get_num_threads())
+        metrics.update({f"perf_65536_{k}": float(v) for k, v in cost.items() if isinstance(v, (int, float))})
     if scale == "full":
         metrics["matched_minus_siren_db"] = psnrs["cosmo_rc_matched"] - psnrs["siren"]
         metrics["cosmo_minus_finer_db"] = psnrs["cosmo_rc"] - psnrs["finer"]

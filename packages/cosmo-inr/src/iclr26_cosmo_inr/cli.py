@@ -28,10 +28,10 @@ from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
 from .data import DOWNLOAD_IMAGES, OFFLINE_IMAGES, SHAPES, load_image
-from .models import MODELS
+from .models import COSMO_MODELS, KERNELS, MODELS
 from .prior import BACKBONES
 from .spectral import ACTIVATIONS, harmonic_profile, named_activation
-from .tasks import TaskResult, denoise_image, fit_image, fit_occupancy, inpaint, super_resolve
+from .tasks import DTYPES, TaskResult, denoise_image, fit_image, fit_occupancy, inpaint, super_resolve
 
 
 def _image_arg(text: str) -> str | pathlib.Path:
@@ -81,12 +81,16 @@ def _model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
                        help=f"comma-separated, among {', '.join(MODELS)}")
     else:
         p.add_argument("--model", default="cosmo_rc", choices=MODELS)
-    p.add_argument("--width", type=int, default=256, help="hidden features W (default 256)")
-    p.add_argument("--layers", type=int, default=3, help="hidden layers L (default 3)")
+    p.add_argument("--width", type=positive_int, default=256, help="hidden features W (default 256)")
+    p.add_argument("--layers", type=_non_negative_int, default=3, help="hidden layers L (default 3)")
     p.add_argument("--prior", default="resnet_stem", choices=BACKBONES, help="COSMO/INCODE prior embedder")
     p.add_argument("--match-params", default=None, choices=MODELS, help="rescale width to this model's size")
     p.add_argument("--iters", type=positive_int, default=500)
     p.add_argument("--lr", type=float, default=None, help="default: COSMO 9e-4, WIRE 5e-3, others 1e-3")
+    p.add_argument("--dtype", default="float32", choices=tuple(DTYPES),
+                   help="float64: reproducible across machines (float32 COSMO training is chaotic)")
+    p.add_argument("--kernel", default="fused", choices=KERNELS,
+                   help="COSMO activation: fused autograd Function (default), compiled (torch.compile), reference")
 
 
 def _image_args(p: argparse.ArgumentParser) -> None:
@@ -96,10 +100,24 @@ def _image_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gray", action="store_true", help="convert to grayscale")
 
 
+def _non_negative_int(text: str) -> int:
+    """argparse type of ``--layers``: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _kwargs(args, model: str) -> dict:
-    return {"hidden_features": args.width, "hidden_layers": args.layers, "prior": args.prior,
-            "match_params_to": args.match_params, "iters": args.iters, "lr": args.lr, "seed": args.seed,
-            "device": resolve_device(args.device), "progress": _bar(args, model)}
+    kwargs = {"hidden_features": args.width, "hidden_layers": args.layers, "prior": args.prior,
+              "match_params_to": args.match_params, "iters": args.iters, "lr": args.lr, "seed": args.seed,
+              "device": resolve_device(args.device), "dtype": args.dtype, "progress": _bar(args, model)}
+    if model in COSMO_MODELS:
+        kwargs["kernel"] = args.kernel
+    return kwargs
 
 
 def _bar(args, desc: str):

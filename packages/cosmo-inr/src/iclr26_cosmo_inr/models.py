@@ -15,10 +15,12 @@ import torch
 from torch import Tensor, nn
 
 from . import activations as act
+from . import kernel as fused
 from .activations import Pair
 from .prior import PriorEmbedder
 
-NORM_EPS = 1e-8
+NORM_EPS = fused.NORM_EPS
+KERNELS = ("fused", "compiled", "reference")
 
 
 def check_coords(coords: Tensor, in_features: int) -> Tensor:
@@ -48,13 +50,18 @@ class ComplexLinear(nn.Module):
         self.bias_im = nn.Parameter(torch.empty(out_features).uniform_(-bias_bound, bias_bound))
 
     def forward(self, re: Tensor, im: Tensor | None) -> tuple[Tensor, Tensor]:
-        """``(N, in)`` pair -> ``(N, out)`` pair."""
-        out_re = nn.functional.linear(re, self.weight_re, self.bias_re)
-        out_im = nn.functional.linear(re, self.weight_im, self.bias_im)
-        if im is not None:
-            out_re = out_re - nn.functional.linear(im, self.weight_im)
-            out_im = out_im + nn.functional.linear(im, self.weight_re)
-        return out_re, out_im
+        """``(N, in)`` pair -> ``(N, out)`` pair.
+
+        A complex input uses three real matrix products instead of four (Gauss):
+        t1 = W_r a, t2 = W_i b, t3 = (W_r + W_i)(a + b); Re = t1 − t2, Im = t3 − t1 − t2.
+        """
+        if im is None:
+            return (nn.functional.linear(re, self.weight_re, self.bias_re),
+                    nn.functional.linear(re, self.weight_im, self.bias_im))
+        t1 = nn.functional.linear(re, self.weight_re)
+        t2 = nn.functional.linear(im, self.weight_im)
+        t3 = nn.functional.linear(re + im, self.weight_re + self.weight_im)
+        return t1 - t2 + self.bias_re, t3 - t1 - t2 + self.bias_im
 
     def real_part(self, re: Tensor, im: Tensor) -> Tensor:
         """Re(W z + b) only, ``(N, out)``."""
@@ -119,15 +126,20 @@ class COSMOINR(INR):
 
     Args:
         modulate: ``False`` sets C ≡ 0 (the unmodulated RC ablation).
+        kernel: ``"fused"`` (default: ``kernel.cosmo_rc_layer``, one autograd Function per layer with the
+            analytic derivative, saving only its input), ``"compiled"`` (the same under ``torch.compile``;
+            the first step compiles, about a minute on CPU) or ``"reference"`` (the activation as plain
+            autograd operations, ``activations.cosmo_rc_pair``; kept to check the fused one).
 
     Raises:
-        ValueError: bad ranges, β outside [0, 1], unknown ``hidden_norm``/``output_activation``/``prior``.
+        ValueError: bad ranges, β outside [0, 1], unknown ``hidden_norm``/``output_activation``/``prior``/``kernel``.
     """
 
     def __init__(self, in_features: int, out_features: int, hidden_features: int = 256, hidden_layers: int = 3,
                  beta: float = 0.5, T_range: tuple[float, float] = (0.0, 10.0),
                  C_range: tuple[float, float] = (0.0, 3.0), hidden_norm: str = "phase", prior: str = "resnet_stem",
-                 prior_signal=None, output_activation: str = "sigmoid", modulate: bool = True, task: str = "image"):
+                 prior_signal=None, output_activation: str = "sigmoid", modulate: bool = True, task: str = "image",
+                 kernel: str = "fused"):
         super().__init__()
         _check_sizes(in_features, out_features, hidden_features, hidden_layers)
         t_lo, t_hi = (float(v) for v in T_range)
@@ -138,6 +150,9 @@ class COSMOINR(INR):
             raise ValueError(f"C_range: expected C_min <= C_max, got {tuple(C_range)}")
         if hidden_norm not in ("phase", "none"):
             raise ValueError(f"hidden_norm: expected 'phase' or 'none', got {hidden_norm!r}")
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel: expected one of {KERNELS}, got {kernel!r}")
+        self.kernel = kernel
         self.output_activation = _check_output(output_activation)
         self.in_features, self.beta, self.hidden_norm, self.modulate = in_features, act.check_beta(beta), \
             hidden_norm, bool(modulate)
@@ -159,18 +174,27 @@ class COSMOINR(INR):
             return act.cosmo_rc_pair(re, im, T, C, self.beta)
         return act.raised_cosine_pair(re, im, T, self.beta)
 
+    def _reference_layer(self, re: Tensor, im: Tensor | None, T: Tensor, C: Tensor) -> Pair:
+        """ψ as plain autograd operations, normalised around it for hidden layers (complex input)."""
+        normalise = im is not None and self.hidden_norm == "phase"
+        if normalise:
+            re, im = phase_normalise(re, im)
+        re, im = self._psi(re, im, T, C)
+        return phase_normalise(re, im) if normalise else (re, im)
+
+    def _layer(self, re: Tensor, im: Tensor | None, T: Tensor, C: Tensor) -> Pair:
+        if self.kernel == "reference":
+            return self._reference_layer(re, im, T, C)
+        normalise = im is not None and self.hidden_norm == "phase"
+        return fused.cosmo_rc_layer(re, im, T.clamp_min(act.T_FLOOR), C, self.beta, normalise,
+                                    compiled=self.kernel == "compiled")
+
     def _layers(self, coords: Tensor) -> Iterator[Pair]:
         params = self.activation_parameters().to(coords.dtype)
-        pair = self._psi(self.first(coords), None, params[0, 0], params[0, 1])
+        pair = self._layer(self.first(coords), None, params[0, 0], params[0, 1])
         yield pair
         for layer, (T, C) in zip(self.hidden, params[1:], strict=True):
-            re, im = layer(*pair)
-            if self.hidden_norm == "phase":
-                re, im = phase_normalise(re, im)
-            re, im = self._psi(re, im, T, C)
-            if im is None:
-                im = torch.zeros_like(re)
-            pair = phase_normalise(re, im) if self.hidden_norm == "phase" else (re, im)
+            pair = self._layer(*layer(*pair), T, C)
             yield pair
 
     def _head(self, pair: Pair) -> Tensor:
@@ -228,6 +252,7 @@ class SIREN(_RealINR):
 
     def __init__(self, in_features: int, out_features: int, hidden_features: int = 256, hidden_layers: int = 3,
                  omega0: float = 30.0, output_activation: str = "none"):
+        _check_sizes(in_features, out_features, hidden_features, hidden_layers)  # before sqrt(6/W)
         super().__init__(in_features, out_features, hidden_features, hidden_layers, act.Sine(omega0),
                          1.0 / in_features, math.sqrt(6.0 / hidden_features) / omega0, output_activation)
 
@@ -237,6 +262,7 @@ class FINER(_RealINR):
 
     def __init__(self, in_features: int, out_features: int, hidden_features: int = 256, hidden_layers: int = 3,
                  omega0: float = 30.0, first_bias_scale: float = 1.0, output_activation: str = "none"):
+        _check_sizes(in_features, out_features, hidden_features, hidden_layers)  # before sqrt(6/W)
         super().__init__(in_features, out_features, hidden_features, hidden_layers, act.Finer(omega0),
                          1.0 / in_features, math.sqrt(6.0 / hidden_features) / omega0, output_activation)
         with torch.no_grad():
@@ -311,6 +337,7 @@ class INCODE(_RealINR):
     def __init__(self, in_features: int, out_features: int, hidden_features: int = 256, hidden_layers: int = 3,
                  omega0: float = 30.0, prior: str = "resnet_stem", prior_signal=None, task: str = "image",
                  output_activation: str = "none"):
+        _check_sizes(in_features, out_features, hidden_features, hidden_layers)  # before sqrt(6/W)
         super().__init__(in_features, out_features, hidden_features, hidden_layers, nn.Identity(),
                          1.0 / in_features, math.sqrt(6.0 / hidden_features) / omega0, output_activation)
         self.omega0 = float(omega0)
@@ -329,6 +356,7 @@ class INCODE(_RealINR):
 
 
 MODELS = ("relu_pe", "siren", "finer", "gauss", "wire", "incode", "cosmo_rc", "cosmo_rc_nonorm", "rc_nomod")
+COSMO_MODELS = ("cosmo_rc", "cosmo_rc_nonorm", "rc_nomod")
 
 
 def make_model(name: str, in_features: int, out_features: int, *, hidden_features: int = 256,
@@ -363,15 +391,14 @@ def make_model(name: str, in_features: int, out_features: int, *, hidden_feature
 
 def _shared_kwargs(name: str, kwargs: dict) -> dict:
     """The kwargs a reference model accepts (prior settings only for prior-using models)."""
-    if name in ("cosmo_rc", "cosmo_rc_nonorm", "rc_nomod", "incode"):
+    if name in (*COSMO_MODELS, "incode"):
         return {k: v for k, v in kwargs.items() if k in ("prior", "prior_signal", "task")}
     return {}
 
 
 def _matched_width(name, in_features, out_features, hidden_layers, target: int, kwargs) -> int:
     def count(width: int) -> int:
-        light = dict(kwargs, prior="none") if "prior" in kwargs or name in ("cosmo_rc", "cosmo_rc_nonorm",
-                                                                            "rc_nomod", "incode") else kwargs
+        light = dict(kwargs, prior="none") if "prior" in kwargs or name in (*COSMO_MODELS, "incode") else kwargs
         light.pop("prior_signal", None)
         return n_real_parameters(make_model(name, in_features, out_features, hidden_features=width,
                                             hidden_layers=hidden_layers, **light))

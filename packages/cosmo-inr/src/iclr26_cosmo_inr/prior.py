@@ -11,7 +11,11 @@ Backbones:
   downloaded); ``load_backbone(path)`` accepts a local torchvision ``resnet34`` state dict.
 - ``"stats"``: fixed hand-made image statistics (channel mean/std, gradient-magnitude
   histogram, radial power-spectrum bands), padded to 64-d.
-- ``"none"``: the raw parameters are free learnable parameters (no prior).
+- ``"none"``: the raw parameters are free learnable parameters (no prior), raw = init + s·θ with θ
+  learnable from 0. Under Adam a parameter moves by about lr per step whatever its gradient's size, so a
+  bare raw value would move like one weight, whereas each output of the MLP above moves like the sum of
+  its bias and 32 last-layer weights times their inputs silu(0.312) ≈ 0.18: s = 1 + 32·silu(0.312)
+  ≈ 6.8 (``mlp_output_step()``) gives the free values the step of the official prior at initialisation.
 """
 from __future__ import annotations
 
@@ -25,6 +29,15 @@ BACKBONES = ("resnet_stem", "stats", "none")
 FEATURES = 64
 MLP_BIAS = 0.312
 STEM_SEED = 1234
+
+
+def mlp_output_step() -> float:
+    """Adam step of one output of the prior MLP at its initialisation, in units of lr: 1 + 32·silu(0.312).
+
+    At initialisation the hidden activations all equal silu(0.312) (weights std 0.001 are negligible), so
+    moving the output's bias and its 32 last-layer weights by lr each moves the output by this many lr.
+    """
+    return 1.0 + 32 * float(nn.functional.silu(torch.tensor(MLP_BIAS, dtype=torch.float64)))
 
 
 class BasicBlock(nn.Module):
@@ -129,7 +142,9 @@ class PriorEmbedder(nn.Module):
         lo_hi = torch.tensor(ranges, dtype=torch.float32) if ranges is not None else None
         self.register_buffer("ranges", lo_hi)
         if backbone == "none":
-            self.raw = nn.Parameter(torch.full((self.n_layers, self.n_params), float(init)))
+            self.register_buffer("raw_init", torch.full((self.n_layers, self.n_params), float(init)))
+            self.raw_step = mlp_output_step()
+            self.raw = nn.Parameter(torch.zeros(self.n_layers, self.n_params))
             return
         if signal is None:
             raise ValueError(f"prior_signal: backbone {backbone!r} reads the observed signal; pass it "
@@ -173,7 +188,7 @@ class PriorEmbedder(nn.Module):
     def raw_parameters(self) -> Tensor:
         """The unprojected output, ``(n_layers, n_params)``."""
         if self.backbone_name == "none":
-            return self.raw
+            return self.raw_init + self.raw_step * self.raw
         if self.backbone_name == "resnet_stem":
             g = self.backbone(self.signal).mean(dim=(2, 3))[0]
         else:

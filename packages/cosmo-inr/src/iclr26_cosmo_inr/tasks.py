@@ -16,11 +16,28 @@ import torch
 from torch import Tensor, nn
 
 from .data import check_image, get_coords, load_image, min_max, occupancy, photon_noise
-from .models import check_coords, make_model, n_real_parameters, warn_if_unbounded
+from .models import COSMO_MODELS, check_coords, make_model, n_real_parameters, warn_if_unbounded
 
 LEARNING_RATES = {"cosmo_rc": 9e-4, "cosmo_rc_nonorm": 9e-4, "rc_nomod": 9e-4, "wire": 5e-3}
 DEFAULT_LR = 1e-3
-PRIOR_MODELS = ("cosmo_rc", "cosmo_rc_nonorm", "rc_nomod", "incode")
+PRIOR_MODELS = (*COSMO_MODELS, "incode")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def resolve_dtype(dtype) -> torch.dtype:
+    """``"float32"`` / ``"float64"`` (or the torch dtype) -> the torch dtype of parameters and coordinates.
+
+    float64 makes a fit reproducible across machines and kernels to far below a dB: float32 training of
+    COSMO-RC is chaotic (rounding differences grow to about 1 dB over a few hundred steps).
+
+    Raises:
+        ValueError: any other value.
+    """
+    if dtype in DTYPES.values():
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype: expected one of {tuple(DTYPES)}, got {dtype!r}")
+    return DTYPES[dtype]
 
 
 def default_lr(model_name: str) -> float:
@@ -191,17 +208,18 @@ def _image(image, size, gray) -> np.ndarray:
 
 def build_model(model_name: str, in_features: int, out_features: int, observed=None, *, hidden_features: int = 256,
                 hidden_layers: int = 3, prior: str = "resnet_stem", match_params_to: str | None = None,
-                task: str = "image", device="cpu", **kwargs) -> nn.Module:
-    """``make_model`` plus the prior settings for prior-using models (``observed`` feeds their embedder)."""
+                task: str = "image", device="cpu", dtype=torch.float32, **kwargs) -> nn.Module:
+    """``make_model`` plus the prior settings for prior-using models (``observed`` feeds their embedder),
+    moved to ``device`` and ``dtype``."""
     if model_name in PRIOR_MODELS:
         kwargs = dict(kwargs, prior=prior, prior_signal=None if prior == "none" else observed, task=task)
     model = make_model(model_name, in_features, out_features, hidden_features=hidden_features,
                        hidden_layers=hidden_layers, match_params_to=match_params_to, **kwargs)
-    return model.to(device)
+    return model.to(device=device, dtype=dtype)
 
 
-def _pixels(x: np.ndarray, device) -> Tensor:
-    return torch.as_tensor(x.reshape(x.shape[0] * x.shape[1], -1), device=device)
+def _pixels(x: np.ndarray, device, dtype=torch.float32) -> Tensor:
+    return torch.as_tensor(x.reshape(x.shape[0] * x.shape[1], -1), device=device, dtype=dtype)
 
 
 def _finish(name: str, model, fit: FitResult, clean: np.ndarray, recon: Tensor, extra=None) -> TaskResult:
@@ -211,19 +229,23 @@ def _finish(name: str, model, fit: FitResult, clean: np.ndarray, recon: Tensor, 
 
 
 def fit_image(image, model_name: str = "cosmo_rc", *, size=None, gray: bool = False, iters: int = 500,
-              lr: float | None = None, device="cpu", seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
+              lr: float | None = None, device="cpu", dtype="float32", seed: int = 0, progress=None,
+              **model_kwargs) -> TaskResult:
     """Image fitting (representation): full batch over all pixels, best PSNR over iterations.
 
     Args:
         image: a name of ``data.OFFLINE_IMAGES``, a file path, or an array in [0, 1].
         model_name: see ``models.MODELS``. model_kwargs: ``hidden_features``, ``hidden_layers``, ``prior``,
-            ``match_params_to`` and model options.
+            ``match_params_to`` and model options (``kernel`` for COSMO).
+        dtype: ``"float32"`` or ``"float64"`` (parameters, coordinates and targets; see ``resolve_dtype``);
+            the other tasks take it too.
     """
     clean = _image(image, size, gray)
     torch.manual_seed(seed)
-    coords = get_coords(*clean.shape[:2], device=device)
-    values = _pixels(clean, device)
-    model = build_model(model_name, 2, values.shape[1], clean, device=device, **model_kwargs)
+    place = {"device": device, "dtype": resolve_dtype(dtype)}
+    coords = get_coords(*clean.shape[:2], **place)
+    values = _pixels(clean, **place)
+    model = build_model(model_name, 2, values.shape[1], clean, **place, **model_kwargs)
     fit = fit_signal(model, coords, values, iters=iters, lr=lr or default_lr(model_name), seed=seed,
                      progress=progress)
     recon = fit.best_output if fit.best_output is not None else values * 0
@@ -231,26 +253,27 @@ def fit_image(image, model_name: str = "cosmo_rc", *, size=None, gray: bool = Fa
 
 
 def denoise_image(image, model_name: str = "cosmo_rc", *, tau: float = 40.0, readout: float = 2.0, size=None,
-                  gray: bool = False, iters: int = 500, lr: float | None = None, device="cpu", seed: int = 0,
-                  progress=None, **model_kwargs) -> TaskResult:
+                  gray: bool = False, iters: int = 500, lr: float | None = None, device="cpu", dtype="float32",
+                  seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
     """Denoising: fit the photon-noisy image (min–max normalised); PSNR against the clean image."""
     clean = _image(image, size, gray)
     noisy = min_max(photon_noise(clean, tau, readout, np.random.default_rng(seed)))
     torch.manual_seed(seed)
-    coords = get_coords(*clean.shape[:2], device=device)
-    model = build_model(model_name, 2, _pixels(clean, device).shape[1], noisy, device=device,
-                        task="denoising", **model_kwargs)
-    fit = fit_signal(model, coords, _pixels(noisy, device), iters=iters, lr=lr or default_lr(model_name),
-                     reference=_pixels(clean, device), seed=seed, progress=progress)
-    recon = fit.best_output if fit.best_output is not None else _pixels(noisy, device)
+    place = {"device": device, "dtype": resolve_dtype(dtype)}
+    coords = get_coords(*clean.shape[:2], **place)
+    model = build_model(model_name, 2, _pixels(clean, **place).shape[1], noisy, **place, task="denoising",
+                        **model_kwargs)
+    fit = fit_signal(model, coords, _pixels(noisy, **place), iters=iters, lr=lr or default_lr(model_name),
+                     reference=_pixels(clean, **place), seed=seed, progress=progress)
+    recon = fit.best_output if fit.best_output is not None else _pixels(noisy, **place)
     return _finish(model_name, model, fit, clean, recon, {"noisy_psnr": psnr(noisy, clean)})
 
 
-def _lr_coords(h: int, w: int, factor: int, device) -> Tensor:
+def _lr_coords(h: int, w: int, factor: int, device, dtype=torch.float32) -> Tensor:
     """Centres of the LR pixels in the HR grid's [−1, 1] frame, ``(h·w, 2)``."""
     axes = []
     for n_lr, n_hr in ((h, h * factor), (w, w * factor)):
-        centre = (torch.arange(n_lr, dtype=torch.float32, device=device) + 0.5) * factor - 0.5
+        centre = (torch.arange(n_lr, dtype=dtype, device=device) + 0.5) * factor - 0.5
         axes.append(-1.0 + 2.0 * centre / max(n_hr - 1, 1))
     return torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1).reshape(-1, 2)
 
@@ -271,8 +294,8 @@ def _tracker(coords: Tensor, values: Tensor) -> tuple[Callable[[nn.Module], floa
 
 
 def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=None, gray: bool = False,
-                  iters: int = 500, lr: float | None = None, eval_every: int = 10, device="cpu", seed: int = 0,
-                  progress=None, **model_kwargs) -> TaskResult:
+                  iters: int = 500, lr: float | None = None, eval_every: int = 10, device="cpu", dtype="float32",
+                  seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
     """Super-resolution: train on the area-downsampled (×``factor``) image, evaluate on the HR grid.
 
     Raises:
@@ -290,10 +313,11 @@ def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=
     hr = hr[: h * factor, : w * factor]
     lr_img = downscale_local_mean(hr, (factor, factor) + (1,) * (hr.ndim - 2)).astype(np.float32)
     torch.manual_seed(seed)
-    hr_coords, hr_values = get_coords(h * factor, w * factor, device=device), _pixels(hr, device)
-    model = build_model(model_name, 2, hr_values.shape[1], lr_img, device=device, **model_kwargs)
+    place = {"device": device, "dtype": resolve_dtype(dtype)}
+    hr_coords, hr_values = get_coords(h * factor, w * factor, **place), _pixels(hr, **place)
+    model = build_model(model_name, 2, hr_values.shape[1], lr_img, **place, **model_kwargs)
     evaluate, best = _tracker(hr_coords, hr_values)
-    fit = fit_signal(model, _lr_coords(h, w, factor, device), _pixels(lr_img, device), iters=iters,
+    fit = fit_signal(model, _lr_coords(h, w, factor, **place), _pixels(lr_img, **place), iters=iters,
                      lr=lr or default_lr(model_name), eval_fn=evaluate, eval_every=eval_every, seed=seed,
                      progress=progress)
     return _finish(model_name, model, fit, hr, best["out"], {"factor": factor})
@@ -301,7 +325,7 @@ def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=
 
 def inpaint(image, model_name: str = "cosmo_rc", *, keep: float = 0.2, batch: int = 8192, size=None,
             gray: bool = False, iters: int = 500, lr: float | None = None, eval_every: int = 10, device="cpu",
-            seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
+            dtype="float32", seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
     """Inpainting: train on a random ``keep`` fraction of pixels (mini-batches), evaluate on all pixels.
 
     Raises:
@@ -317,8 +341,9 @@ def inpaint(image, model_name: str = "cosmo_rc", *, keep: float = 0.2, batch: in
     mask[kept] = 1
     observed = clean * mask.reshape(clean.shape[:2] + (1,) * (clean.ndim - 2))
     torch.manual_seed(seed)
-    coords, values = get_coords(*clean.shape[:2], device=device), _pixels(clean, device)
-    model = build_model(model_name, 2, values.shape[1], observed, device=device, **model_kwargs)
+    place = {"device": device, "dtype": resolve_dtype(dtype)}
+    coords, values = get_coords(*clean.shape[:2], **place), _pixels(clean, **place)
+    model = build_model(model_name, 2, values.shape[1], observed, **place, **model_kwargs)
     idx = torch.as_tensor(kept, device=device)
     evaluate, best = _tracker(coords, values)
     fit = fit_signal(model, coords[idx], values[idx], iters=iters, lr=lr or default_lr(model_name),
@@ -346,8 +371,8 @@ def iou(pred: np.ndarray, target: np.ndarray, threshold: float = 0.5) -> float:
 
 
 def fit_occupancy(shape="gyroid_sphere", model_name: str = "cosmo_rc", *, grid: int = 64, iters: int = 500,
-                  lr: float | None = None, batch: int | None = 16384, device="cpu", seed: int = 0, progress=None,
-                  **model_kwargs) -> OccupancyResult:
+                  lr: float | None = None, batch: int | None = 16384, device="cpu", dtype="float32", seed: int = 0,
+                  progress=None, **model_kwargs) -> OccupancyResult:
     """Fits an occupancy grid (``data.SHAPES`` name or a ``(D, H, W)`` 0/1 array) and returns its IoU.
 
     Raises:
@@ -357,10 +382,11 @@ def fit_occupancy(shape="gyroid_sphere", model_name: str = "cosmo_rc", *, grid: 
     if grid_values.ndim != 3 or grid_values.size == 0:
         raise ValueError(f"shape: expected a shape name or a non-empty (D, H, W) grid, got {grid_values.shape}")
     torch.manual_seed(seed)
-    coords = get_coords(*grid_values.shape, device=device)
-    values = torch.as_tensor(grid_values.reshape(-1, 1), device=device)
+    place = {"device": device, "dtype": resolve_dtype(dtype)}
+    coords = get_coords(*grid_values.shape, **place)
+    values = torch.as_tensor(grid_values.reshape(-1, 1), **place)
     model_kwargs.setdefault("prior", "none")
-    model = build_model(model_name, 3, 1, None, device=device, **model_kwargs)
+    model = build_model(model_name, 3, 1, None, **place, **model_kwargs)
     fit = fit_signal(model, coords, values, iters=iters, lr=lr or default_lr(model_name), batch=batch,
                      eval_fn=lambda m: math.nan, eval_every=iters, seed=seed, progress=progress)
     with torch.no_grad():

@@ -21,6 +21,8 @@ from .caratheodory import local_moment_matrix, reduce_one, reduce_support
 from .moments import _CHUNK_ENTRIES, _features, monomial_exponents
 
 STRATEGIES = ("hybrid", "greedy")
+# how the greedy phase picks its next cluster of N + 1 points
+SELECTIONS = ("sampled_diameter", "radius")
 # k-means clusters of about N / 0.98, i.e. about N + 1 points each, as in the official construction
 OFFICIAL_OVERSUBSCRIPTION = 1 / 0.98
 # the earlier variant of this package: standardised coordinates, clusters of about 4 N points,
@@ -51,7 +53,10 @@ class MomentCompressor:
         greedy_switch, greedy_threshold: the k-means rounds stop, and the greedy phase starts, once
             ``|supp| <= max(greedy_switch * d', d' + greedy_threshold)`` (defaults 1 and 2000).
         strategy: ``"hybrid"`` (k-means rounds then greedy, the paper's experiments) or ``"greedy"``
-            (greedy smallest-radius clusters only, the variant the theorems are proved for).
+            (greedy small clusters only, the variant the theorems are proved for).
+        greedy_selection: ``"sampled_diameter"`` (official: each step draws 10 % of the live points, at
+            most 5000, as seeds and reduces the seed cluster of smallest diameter) or ``"radius"`` (the
+            seed of smallest N-NN radius over all live points, kept up to date incrementally).
         random_state: seed of k-means.
         n_jobs: parallel workers (joblib) for the per-cluster reductions.
 
@@ -70,7 +75,7 @@ class MomentCompressor:
     def __init__(self, k: int = 4, target_size: int | None = None, ratio: float | None = None,
                  standardize: bool = False, kmeans_oversubscription: float = OFFICIAL_OVERSUBSCRIPTION,
                  greedy_switch: float = 1.0, greedy_threshold: int = 2000, strategy: str = "hybrid",
-                 random_state=None, n_jobs: int = 1):
+                 greedy_selection: str = "sampled_diameter", random_state=None, n_jobs: int = 1):
         self.k = k
         self.target_size = target_size
         self.ratio = ratio
@@ -79,6 +84,7 @@ class MomentCompressor:
         self.greedy_switch = greedy_switch
         self.greedy_threshold = greedy_threshold
         self.strategy = strategy
+        self.greedy_selection = greedy_selection
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -108,6 +114,8 @@ class MomentCompressor:
         check_positive_int(self.greedy_threshold, "greedy_threshold", minimum=0)
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
+        if self.greedy_selection not in SELECTIONS:
+            raise ValueError(f"greedy_selection: expected one of {SELECTIONS}, got {self.greedy_selection!r}")
 
     def fit(self, W, sample_weight=None) -> MomentCompressor:
         """Compresses the objects ``W`` (shape ``(d, m)``) with weights ``sample_weight`` (default 1).
@@ -168,7 +176,10 @@ class MomentCompressor:
                 if (c > 0).sum() > 0.99 * before:  # clusters too small to shrink further: go greedy
                     break
         t0 = time.perf_counter()
-        c, steps = _greedy_phase(P, c, self._exps, target)
+        if self.greedy_selection == "radius":
+            c, steps = _greedy_phase(P, c, self._exps, target)
+        else:
+            c, steps = _sampled_greedy_phase(P, c, self._exps, target, rng)
         self.timings_["greedy"] += time.perf_counter() - t0
         self.n_iter_ += steps
         return c
@@ -282,6 +293,37 @@ def _greedy_phase(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: i
         stale = np.flatnonzero(alive & np.isin(nbr, dead).any(axis=1))
         if stale.size and alive.sum() > target:
             nbr[stale], radius[stale] = _nearest_live(Q, stale, alive, size)
+    return c, steps
+
+
+def _sampled_greedy_phase(P: np.ndarray, c: np.ndarray, exponents: np.ndarray, target: int, rng: np.random.Generator,
+                          fraction: float = 0.1, max_seeds: int = 5000) -> tuple[np.ndarray, int]:
+    """The official greedy phase: per step, ``fraction`` of the live points (at most ``max_seeds``) are drawn
+    as seeds, each with its N nearest live neighbours, and the cluster of smallest diameter loses (at least)
+    one point by one step of Algorithm A. Points ``P`` ``(n, m)``, weights ``c`` ``(n,)``.
+
+    Returns:
+        ``(new weights (n,), number of steps)``.
+    """
+    size = exponents.shape[0] + 1
+    c = c.copy()
+    alive = c > 0
+    steps = stalled = 0
+    while alive.sum() > target and stalled < 50:
+        live = np.flatnonzero(alive)
+        n_seeds = int(min(max(1, fraction * live.size), max_seeds))
+        seeds = live if n_seeds >= live.size else rng.choice(live, size=n_seeds, replace=False)
+        nbr, _ = _nearest_live(P, seeds, alive, size)
+        X = P[nbr]  # (seeds, N + 1, m)
+        sq = np.einsum("qim,qim->qi", X, X)
+        d2 = sq[:, :, None] + sq[:, None, :] - 2.0 * X @ X.transpose(0, 2, 1)
+        idx = nbr[int(np.argmin(d2.reshape(len(seeds), -1).max(axis=1)))]
+        new = reduce_one(local_moment_matrix(P[idx], exponents), c[idx])
+        c[idx] = new
+        dead = idx[new <= 0]
+        alive[dead] = False
+        steps += 1
+        stalled = 0 if dead.size else stalled + 1  # no weight reached 0: draw other seeds
     return c, steps
 
 

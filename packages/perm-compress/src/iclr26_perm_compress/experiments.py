@@ -2,6 +2,7 @@
 
 - ``error_scaling``: Fig. 2, compression error of the sigmoid benchmark vs d, with fitted slopes.
 - ``lth_experiment``: Fig. 4, the dynamical lottery ticket (full vs compressed vs random sub-network).
+- ``attention_experiment``: the attention appendix, the same comparison for the heads of an attention layer.
 - ``dataset_experiment``: Fig. 3, training on the full, compressed and a random data subset.
 - ``scaling_law_experiment``: Fig. 5 (dataset-size sweep), exponent of ``d' = 16 sqrt(d)`` compression.
 """
@@ -15,6 +16,8 @@ import numpy as np
 import torch
 
 from ._checks import check_order, check_positive_int
+from .attention import (InContextRegressor, WeightedMultiHeadAttention, compress_attention, piecewise_linear_episodes,
+                        random_heads)
 from .compressor import MomentCompressor
 from .data import Teacher, compress_dataset, harmonic_regression, teacher_regression, uniform_cube
 from .networks import attach_compressed_dynamics, compress_two_layer, dense_two_layer, random_subnetwork
@@ -226,3 +229,64 @@ def scaling_law_experiment(ds: Sequence[int] = (1000, 2000, 4000, 8000, 16000), 
     alpha_comp = -fitted_slope([r["target"] for r in records], [r["compressed"] for r in records])
     return {"records": records, "alpha_full": alpha_full, "alpha_compressed": alpha_comp,
             "ratio": alpha_comp / alpha_full if alpha_full else float("nan")}
+
+
+def attention_experiment(n_heads: int = 4000, target_heads: int = 800, k: int = 3, d_head: int = 2,
+                         n_ctx: int = 8, segments: int = 16, steps: int = 250, batch_size: int = 256,
+                         optimizer: str = "adam", lr: float = 1e-4, n_test: int = 2560, log_every: int = 5,
+                         n_random: int = 2, n_random_init: int = 20, seed: int = 0,
+                         device: str | torch.device = "cpu", **compressor_options) -> dict:
+    """The dynamical lottery ticket for attention heads (the paper's attention appendix).
+
+    A causal multi-head attention layer (scalar tokens, heads of width ``d_head``: m = 8 for the defaults)
+    regresses random piecewise-linear functions in context. It is compressed to ``target_heads`` weighted
+    heads (order ``k``) and trained with the ``1/c_h`` gradient rule; the baselines keep ``target_heads``
+    random heads with ``c = 1`` (``n_random`` draws, the official "naive" pruning) and one draw with
+    ``c = H / target_heads``. Every net sees the same episodes in the same order; the test episodes are
+    fixed (clean query targets). The epoch-0 mismatch of the random baseline (same mass, ``c = H / H'``)
+    is the mean over ``n_random_init`` draws.
+
+    Returns:
+        The same keys as ``lth_experiment`` (``"curves"``, ``"deviation"``, ``"gap"``,
+        ``"initial_rmse_to_full"``, ``"output_std"``, ``"widths"`` in heads, ``"compression_seconds"``).
+    """
+    dev = torch.device(device)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    steps, batch_size = check_positive_int(steps, "steps"), check_positive_int(batch_size, "batch_size")
+    X, y = piecewise_linear_episodes(steps * batch_size, n_ctx, segments, generator=gen)
+    X_test, y_test = piecewise_linear_episodes(check_positive_int(n_test, "n_test"), n_ctx, segments, generator=gen)
+    X, y, X_test, y_test = X.to(dev), y.to(dev), X_test.to(dev), y_test.to(dev)
+    full = WeightedMultiHeadAttention(1, n_heads, d_head, 1, generator=gen)
+    t0 = time.perf_counter()
+    compressed = compress_attention(full, k=k, target_heads=target_heads, random_state=seed, **compressor_options)
+    seconds = time.perf_counter() - t0
+    layers = {"full": full, "compressed": compressed,
+              "random_rescaled": random_heads(full, target_heads, rng, rescale=True)}
+    layers.update({f"random_{i}": random_heads(full, target_heads, rng)
+                   for i in range(check_positive_int(n_random, "n_random"))})
+    nets = {name: InContextRegressor(layer).to(dev) for name, layer in layers.items()}
+    with torch.no_grad():
+        ref = nets["full"](X_test)
+        rmse = lambda net: float(((net(X_test) - ref) ** 2).mean().sqrt())  # noqa: E731
+        initial = {name: rmse(nets[name]) for name in ("full", "compressed", "random_rescaled")}
+        draws = [InContextRegressor(random_heads(full, target_heads, rng, rescale=True)).to(dev)
+                 for _ in range(check_positive_int(n_random_init, "n_random_init"))]
+        initial["random"] = float(np.mean([rmse(net) for net in draws]))
+        output_std = float(ref.std())
+    attach_compressed_dynamics(compressed)
+    order = [torch.arange(i * batch_size, (i + 1) * batch_size, device=dev) for i in range(steps)]
+    log_at = set(range(0, steps + 1, max(1, log_every))) | {steps}
+    trained = {name: fit_regression(net, X, y, X_test, y_test, order, optimizer, lr, log_at)
+               for name, net in nets.items()}
+    deviation = {name: curve_deviation(c, trained["full"]) for name, c in trained.items()}
+    gap = {name: late_gap(c, trained["full"]) for name, c in trained.items()}
+    random_names = [name for name in trained if name.startswith("random_") and name != "random_rescaled"]
+    for table in (deviation, gap):
+        table["random"] = float(np.mean([table.pop(name) for name in random_names]))
+    curves = {name: c for name, c in trained.items() if name not in random_names}
+    curves["random"] = trained["random_0"]
+    return {"curves": curves, "epoch_steps": 1, "deviation": deviation, "gap": gap,
+            "initial_rmse_to_full": initial, "output_std": output_std,
+            "widths": {name: layers["random_0" if name == "random" else name].n_heads for name in curves},
+            "compression_seconds": seconds}

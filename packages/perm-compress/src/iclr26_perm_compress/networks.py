@@ -56,6 +56,10 @@ class WeightedTwoLayerNet(nn.Module):
         """x: ``(batch, in)`` -> ``(batch, out)``."""
         return self.output(self.activation(self.hidden(x)) * self.c)
 
+    def object_parameters(self) -> list[tuple[nn.Parameter, tuple[int, ...]]]:
+        """Each per-neuron parameter with the shape ``c`` takes to scale its gradient (the output bias is shared)."""
+        return [(self.hidden.weight, (-1, 1)), (self.hidden.bias, (-1,)), (self.output.weight, (1, -1))]
+
     def neuron_objects(self) -> np.ndarray:
         """Neurons as objects ``(v_j, w_j, b_j)``: float64 array of shape ``(width, out + in + 1)``."""
         with torch.no_grad():
@@ -187,25 +191,25 @@ def random_subnetwork(net: nn.Module, width: int, rng: np.random.Generator | Non
     return sub
 
 
-def attach_compressed_dynamics(weighted_net: WeightedTwoLayerNet) -> list:
-    """Registers gradient hooks that divide every gradient of neuron j by ``c_j``.
+def attach_compressed_dynamics(weighted_net: nn.Module) -> list:
+    """Registers gradient hooks that divide every gradient of object j (a neuron or a head) by ``c_j``.
 
-    Applies to ``hidden.weight`` (row j), ``hidden.bias`` (entry j) and ``output.weight``
-    (column j); the output bias is left alone. Any optimiser then runs the compressed dynamics.
+    For a ``WeightedTwoLayerNet``: ``hidden.weight`` (row j), ``hidden.bias`` (entry j) and ``output.weight``
+    (column j), the output bias left alone; for a ``WeightedMultiHeadAttention``: head j's Q, K, V and O.
+    Any optimiser then runs the compressed dynamics.
 
     Returns:
         The hook handles (``handle.remove()`` detaches them).
 
     Raises:
-        TypeError: not a ``WeightedTwoLayerNet``. ValueError: some ``c_j <= 0`` (call ``prune()`` first).
+        TypeError: not a weighted net (no ``c`` buffer and ``object_parameters``). ValueError: some ``c_j <= 0``
+            (call ``prune()`` first).
     """
-    if not isinstance(weighted_net, WeightedTwoLayerNet):
-        raise TypeError(f"weighted_net: expected a WeightedTwoLayerNet, got {type(weighted_net).__name__}")
+    if not (isinstance(getattr(weighted_net, "c", None), torch.Tensor) and hasattr(weighted_net, "object_parameters")):
+        raise TypeError("weighted_net: expected a WeightedTwoLayerNet or WeightedMultiHeadAttention, "
+                        f"got {type(weighted_net).__name__}")
     c = weighted_net.c
     if not bool((c > 0).all()):
-        raise ValueError(f"weighted_net: {int((c <= 0).sum())} neurons have c_j = 0; call weighted_net.prune() first")
-    return [
-        weighted_net.hidden.weight.register_hook(lambda g: g / c[:, None]),
-        weighted_net.hidden.bias.register_hook(lambda g: g / c),
-        weighted_net.output.weight.register_hook(lambda g: g / c[None, :]),
-    ]
+        raise ValueError(f"weighted_net: {int((c <= 0).sum())} objects have c_j = 0; call weighted_net.prune() first")
+    return [param.register_hook(lambda g, shape=shape: g / c.view(shape))
+            for param, shape in weighted_net.object_parameters()]
