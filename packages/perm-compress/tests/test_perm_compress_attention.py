@@ -5,13 +5,19 @@ import numpy as np
 import pytest
 import torch
 from iclr26_perm_compress import attach_compressed_dynamics
-from iclr26_perm_compress.attention import (InContextRegressor, WeightedMultiHeadAttention, compress_attention,
-                                            piecewise_linear_episodes, random_heads)
+from iclr26_perm_compress.attention import (
+    InContextRegressor,
+    WeightedMultiHeadAttention,
+    compress_attention,
+    piecewise_linear_episodes,
+    random_heads,
+)
 from iclr26_perm_compress.moments import moments
 
 
 def _layer(heads=40, d_in=2, d_head=2, d_out=3, seed=0):
-    return WeightedMultiHeadAttention(d_in, heads, d_head, d_out, generator=torch.Generator().manual_seed(seed)).double()
+    gen = torch.Generator().manual_seed(seed)
+    return WeightedMultiHeadAttention(d_in, heads, d_head, d_out, generator=gen).double()
 
 
 def test_layer_equals_a_per_head_causal_loop():

@@ -82,7 +82,7 @@ class WeightedMultiHeadAttention(nn.Module):
             return torch.cat(parts, dim=1).double().cpu().numpy()
 
     def select(self, support, weights) -> WeightedMultiHeadAttention:
-        """The weighted layer keeping heads ``support`` ``(n',)`` with weights ``weights`` ``(n',)`` (times own ``c``)."""
+        """The weighted layer keeping heads ``support`` ``(n',)`` with weights ``weights`` ``(n',)`` (times ``c``)."""
         idx = torch.as_tensor(np.asarray(support), dtype=torch.long)
         if idx.ndim != 1 or idx.numel() == 0 or idx.min() < 0 or idx.max() >= self.n_heads:
             raise ValueError(f"support: expected a non-empty 1-D array of head indices in [0, {self.n_heads}), "

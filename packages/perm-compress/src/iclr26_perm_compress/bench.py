@@ -213,7 +213,7 @@ def run_attention(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> 
             for s in seeds}
     return _ticket_result(runs, seeds, ("adam",), ATTENTION_THRESHOLDS, "head subset", "heads",
                           lambda opt, s: (out_dir / f"perm-compress_attention_{scale}_seed{s}.png",
-                                          f"attention heads {cfg['n_heads']} -> {cfg['target_heads']} (k = {cfg['k']})"))
+                                          f"attention {cfg['n_heads']} -> {cfg['target_heads']} heads"))
 
 
 def _ticket_result(runs: dict, seeds: list[int], optimizers, th: dict, what: str, unit: str, figure) -> Result:

@@ -16,8 +16,13 @@ import numpy as np
 import torch
 
 from ._checks import check_order, check_positive_int
-from .attention import (InContextRegressor, WeightedMultiHeadAttention, compress_attention, piecewise_linear_episodes,
-                        random_heads)
+from .attention import (
+    InContextRegressor,
+    WeightedMultiHeadAttention,
+    compress_attention,
+    piecewise_linear_episodes,
+    random_heads,
+)
 from .compressor import MomentCompressor
 from .data import Teacher, compress_dataset, harmonic_regression, teacher_regression, uniform_cube
 from .networks import attach_compressed_dynamics, compress_two_layer, dense_two_layer, random_subnetwork
