@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 from iclr26_pubench.bench import PUBENCH
 from iclr26_pubench.cli import main
 from iclr26_shared.bench import run_and_save
@@ -45,8 +46,24 @@ def test_bench_smoke_writes_the_result_json(tmp_path):
             "claims", "figures"} <= set(data)
     assert data["benchmark"] == "pubench" and len(data["claims"]) == 16
     assert all({"name", "paper", "measured", "criterion", "holds"} <= set(c) for c in data["claims"])
-    assert {r["method"] for r in data["rows"]} == {k for k in ("pn", "naive", "upu", "nnpu", "pusb", "vpu", "bbepu",
-                                                              "lbe", "puet", "distpu", "pulda")}
+    assert {r["method"] for r in data["rows"]} == {"pn", "naive", "upu", "elkannoto", "baggingpu", "nnpu", "pusb",
+                                                   "vpu", "bbepu", "lbe", "puet", "distpu", "pulda"}
     claim1 = next(c for c in data["claims"] if c["name"].startswith("1 "))
     assert claim1["holds"] is True
     assert all((tmp_path / f).exists() for f in data["figures"])
+
+
+def test_cli_data_file_and_retry_failed(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    y = (np.arange(240) % 2).astype(int)
+    np.savetxt(tmp_path / "mine.csv", np.column_stack([rng.normal(size=(240, 3)) + y[:, None], y]), delimiter=",")
+    assert main(["fit", "--method", "naive", "--data", str(tmp_path / "mine.csv"), "--c", "0.5", "--epochs", "2",
+                 "--device", "cpu", "--out", str(tmp_path / "fit")]) == 0
+    assert "mine.csv" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["fit", "--data", str(tmp_path / "mine.txt"), "--out", str(tmp_path)])
+    assert "--data" in capsys.readouterr().err
+    sweep = ["sweep", "--data", str(tmp_path / "mine.csv"), "--methods", "naive", "--budget", "smoke", "--jobs", "1",
+             "--out", str(tmp_path / "sw"), "--quiet"]
+    assert main(sweep) == 0 and main([*sweep, "--retry-failed"]) == 0
+    assert len((tmp_path / "sw" / "results.jsonl").read_text().splitlines()) == 1

@@ -144,3 +144,24 @@ def test_local_loader_reads_spambase(tmp_path):
     np.savetxt(tmp_path / "spambase.data", rows, delimiter=",")
     ds = load_dataset("spambase", data_dir=tmp_path)
     assert ds.X_train.shape == (40, 57) and set(np.unique(ds.y_test)) == {0, 1}
+
+
+def test_user_data_files_npz_and_csv(tmp_path):
+    from iclr26_pubench.datasets import load_file_dataset
+
+    rng = np.random.default_rng(1)
+    y = (np.arange(200) % 4 == 0).astype(int)
+    X = rng.normal(size=(200, 3))
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    np.savetxt(tmp_path / "d.csv", np.column_stack([y, X]), delimiter=",", header="y,a,b,c", comments="")
+    a = load_file_dataset(tmp_path / "d.npz", random_state=3)
+    b = load_file_dataset(tmp_path / "d.csv", random_state=3)
+    assert a.X_train.shape == (140, 3) and a.y_train.sum() + a.y_test.sum() == 50
+    np.testing.assert_allclose(a.X_train, b.X_train)  # the header's 'y' column is the label, not the last column
+    train, _, test = make_benchmark_splits(str(tmp_path / "d.csv"), 0.5, seed=0)
+    assert train.meta["n_labeled"] == int(0.5 * train.y[train.s == 0].sum()) and len(test.y) == 60
+    np.savez(tmp_path / "bad.npz", X=X, y=y + 1)
+    with pytest.raises(ValueError, match="y: expected binary labels"):
+        load_file_dataset(tmp_path / "bad.npz")
+    with pytest.raises(ValueError, match="expected a .npz or .csv file"):
+        load_file_dataset(tmp_path / "d.txt")

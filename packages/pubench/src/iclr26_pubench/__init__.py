@@ -21,8 +21,10 @@ from .methods import (
     UPU,
     VAEPU,
     VPU,
+    BaggingPU,
     CGenPU,
     DistPU,
+    ElkanNoto,
     HolisticPU,
     LaGAM,
     NaivePU,
@@ -34,18 +36,17 @@ from .methods import (
     SelfPU,
     get_method,
 )
-from .metrics import oracle_metrics, proxy_accuracy, proxy_auc, pu_risk
+from .metrics import lee_liu_score, oracle_metrics, proxy_accuracy, proxy_auc, pu_f1_score, pu_risk
 from .priors import PriorEstimate, bbe_estimate, estimate_prior_bbe
 from .sweep import RunSpec, expand_grid, run_one, run_sweep
 
 __version__ = _version("iclr26-pubench")
 
 __all__ = [
-    "__version__",
-    "BBEPU", "LBE", "NNPU", "PAN", "PUET", "PULCPBF", "PULDA", "PUSB", "REGISTRY", "UPU", "VAEPU", "VPU",
-    "BinaryDataset", "CGenPU", "DatasetNotFoundError", "DistPU", "HolisticPU", "LaGAM", "NaivePU", "P3MixC",
-    "P3MixE", "PNOracle", "PUEstimator", "PUSplit", "PriorEstimate", "RobustPU", "RunSpec", "SelfPU", "TestSet",
-    "bbe_estimate", "estimate_prior_bbe", "expand_grid", "gauss2_sample", "get_method", "labeling_propensity",
-    "list_datasets", "load_dataset", "make_benchmark_splits", "make_pu_split", "oracle_metrics", "proxy_accuracy",
-    "proxy_auc", "pu_risk", "run_one", "run_sweep",
+    "__version__", "BBEPU", "LBE", "NNPU", "PAN", "PUET", "PULCPBF", "PULDA", "PUSB", "REGISTRY", "UPU", "VAEPU", "VPU",
+    "BaggingPU", "BinaryDataset", "CGenPU", "DatasetNotFoundError", "DistPU", "ElkanNoto", "HolisticPU", "LaGAM",
+    "NaivePU", "P3MixC", "P3MixE", "PNOracle", "PUEstimator", "PUSplit", "PriorEstimate", "RobustPU", "RunSpec",
+    "SelfPU", "TestSet", "bbe_estimate", "estimate_prior_bbe", "expand_grid", "gauss2_sample", "get_method",
+    "labeling_propensity", "lee_liu_score", "list_datasets", "load_dataset", "make_benchmark_splits", "make_pu_split",
+    "oracle_metrics", "proxy_accuracy", "proxy_auc", "pu_f1_score", "pu_risk", "run_one", "run_sweep",
 ]

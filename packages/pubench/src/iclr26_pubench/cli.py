@@ -27,7 +27,7 @@ from iclr26_shared.cli import (
 
 from .bench import PUBENCH
 from .data import CASE_CONTROL_MODES, LABELINGS, SCHEMES, make_benchmark_splits
-from .datasets import dataset_names, list_datasets
+from .datasets import dataset_names, is_file_dataset, list_datasets
 from .methods import REGISTRY
 from .report import aggregate, write_report
 from .sweep import BACKENDS, PRESETS, RunSpec, expand_grid, read_jsonl, run_one, run_sweep, timing_path
@@ -37,6 +37,11 @@ def _table(rows: list[list], header: list[str]) -> str:
     cells = [header] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells)
+
+
+def _dataset(args) -> str:
+    """``--data FILE`` when given, else ``--dataset``."""
+    return str(args.data) if args.data else args.dataset
 
 
 def _datasets(args) -> int:
@@ -58,7 +63,7 @@ def _methods(args) -> int:
 
 def _split(args) -> int:
     saved = output_paths(args, "split.npz") if args.save else []
-    train, val, test = make_benchmark_splits(args.dataset, args.c, args.scheme, args.labeling, args.seed,
+    train, val, test = make_benchmark_splits(_dataset(args), args.c, args.scheme, args.labeling, args.seed,
                                              data_dir=args.data_root, case_control_mode=args.case_control_mode)
     meta = train.meta
     rows = [["|L|", meta["n_labeled"]], ["|U|", meta["n_unlabeled"]], ["positives in U", meta["n_pos_unlabeled"]],
@@ -80,7 +85,7 @@ def _fit(args) -> int:
     (out,) = output_paths(args, "fit.json")
     params = () if args.epochs is None else (("epochs", args.epochs),)
     device = "cpu" if args.device == "auto" else args.device
-    spec = RunSpec(args.dataset, args.method, args.c, args.scheme, args.labeling, args.seed, params, device=device)
+    spec = RunSpec(_dataset(args), args.method, args.c, args.scheme, args.labeling, args.seed, params, device=device)
     rec = run_one(spec, args.data_root)
     if rec["status"] != "ok":
         raise RuntimeError(f"fit: {args.method} on {args.dataset} failed: {rec['error']}")
@@ -91,7 +96,7 @@ def _fit(args) -> int:
                 "val_proxy_auc"]
         rows = [[k, "-" if rec.get(k) is None else f"{rec[k]:.4f}"] for k in keys]
         rows.append(["fit_time (s)", f"{rec['timing']['fit_time']:.2f}"])
-        print(f"{args.method} on {args.dataset} ({spec.setting}, seed {args.seed})")
+        print(f"{args.method} on {spec.dataset} ({spec.setting}, seed {args.seed})")
         print(_table(rows, ["metric", "value"]))
     write_json_atomic(out, rec)
     print(f"-> {out}")
@@ -100,15 +105,16 @@ def _fit(args) -> int:
 
 def _sweep(args) -> int:
     device = "cpu" if args.device == "auto" else args.device
-    specs = expand_grid(args.datasets, args.methods, preset=args.preset, seeds=args.seeds, budget=args.budget,
-                        device=device)
+    specs = expand_grid([str(args.data)] if args.data else args.datasets, args.methods, preset=args.preset,
+                        seeds=args.seeds, budget=args.budget, device=device)
     if args.dry_run:
         print(f"{len(specs)} runs")
         for s in specs[:5]:
             print(f"  {s.key()[:12]}  {s.dataset} {s.method} {s.setting} seed {s.seed}")
         return 0
     jsonl = pathlib.Path(args.out) / "results.jsonl"
-    if not args.resume:  # --resume appends to an existing results.jsonl; otherwise it is refused without --force
+    # --resume / --retry-failed append to an existing results.jsonl; otherwise it is refused without --force
+    if not (args.resume or args.retry_failed):
         output_paths(args, jsonl.name, timing_path(jsonl).name)
     bar = progress(range(len(specs)), total=len(specs), desc="runs", quiet=args.quiet)
     ticker = iter(bar)
@@ -122,7 +128,8 @@ def _sweep(args) -> int:
               f"F1 {'-' if f1 is None else f'{f1:.3f}'}")
 
     records = run_sweep(specs, backend=args.backend, jobs=args.jobs, address=args.address, out=jsonl,
-                        resume=args.resume, overwrite=args.force, data_dir=args.data_root, on_result=show)
+                        resume=args.resume or args.retry_failed, overwrite=args.force,
+                        retry_failed=args.retry_failed, data_dir=args.data_root, on_result=show)
     failed = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} runs in {jsonl} ({failed} failed)")
     return 1 if failed else 0
@@ -154,6 +161,20 @@ def _report(args) -> int:
     return 0
 
 
+def data_file(text: str) -> pathlib.Path:
+    """argparse type of ``--data``: an existing ``.npz`` or ``.csv`` file."""
+    path = existing_file(text)
+    if not is_file_dataset(path):
+        raise argparse.ArgumentTypeError(f"expected a .npz or .csv file, got {text!r}")
+    return path
+
+
+def data_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", type=data_file, default=None, metavar="FILE",
+                   help="your own data instead of a named dataset: .npz with X, y (or X_train, y_train, X_test, "
+                        "y_test) or .csv with the label in column 'y' or the last column; labels in {0, 1}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="iclr26-pubench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -163,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def pu_options(p):
         p.add_argument("--dataset", default="digits", choices=dataset_names())
+        data_option(p)
         p.add_argument("--c", type=float, default=0.1, help="label frequency in (0, 1] (default 0.1)")
         p.add_argument("--scheme", default="case-control", choices=SCHEMES)
         p.add_argument("--labeling", default="scar", choices=LABELINGS)
@@ -182,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run a grid of runs into results.jsonl (+ results.timing.jsonl) in --out")
     p.add_argument("--preset", default="cpu_smoke", choices=list(PRESETS))
     p.add_argument("--datasets", nargs="+", default=["digits"])
+    data_option(p)
     p.add_argument("--methods", nargs="+", default=["nnpu", "upu", "naive"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--budget", default="cpu", choices=["cpu", "paper", "smoke"])
@@ -190,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=positive_int, default=2, help="local workers, or the size of a local cluster")
     p.add_argument("--address", default=None, help="Dask scheduler / Ray cluster to join (default: start one)")
     p.add_argument("--resume", action="store_true", help="continue an existing results.jsonl (skip finished runs)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="continue results.jsonl and rerun the runs stored as failed (implies --resume)")
     p.add_argument("--dry-run", action="store_true", help="print the number of runs and the first keys")
     p.set_defaults(handler=_sweep)
     p = sub.add_parser("report", parents=[common_options()],

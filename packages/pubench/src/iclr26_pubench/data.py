@@ -262,7 +262,9 @@ def make_benchmark_splits(dataset: str | BinaryDataset, c: float, scheme: str = 
     validation rows off the *source* training rows (stratified, ``random_state=seed``); 3. PU-sample train and
     validation separately with one ``default_rng(seed)``; 4. optionally resample the test prevalence.
     With ``standardize`` the features are standardised with the training part's statistics.
-    A validation part too small to hold one labeled positive at ``c`` gets c_val = 1/n_pos_val (recorded in meta).
+    A training or validation part too small to hold one labeled positive at ``c`` gets ``min_label_frequency``'s
+    c = 1/n_pos (recorded as ``meta["c_train_adjusted"]`` / ``meta["c_val_adjusted"]``), so that a small dataset
+    at c = 0.01 still yields a run instead of an error.
 
     Returns:
         ``(train, val, test)``.
@@ -281,13 +283,14 @@ def make_benchmark_splits(dataset: str | BinaryDataset, c: float, scheme: str = 
         X, X_te = (X - mu) / sd, (X_te - mu) / sd
     rng = np.random.default_rng(seed)
     opts = dict(scheme=scheme, labeling=labeling, **kw)
-    train = make_pu_split(X[tr], y[tr], c, random_state=rng, **opts)
-    train = _with_source(train, tr, seed)
+    c_train = min_label_frequency(c, int(y[tr].sum()))
+    train = _with_source(make_pu_split(X[tr], y[tr], c_train, random_state=rng, **opts), tr, seed)
+    train.meta["c_train_adjusted"] = c_train != c
     n_pos_val = int(y[va].sum())
     if len(va) == 0 or n_pos_val == 0:
         val = PUSplit(X[va], np.zeros(len(va), np.int8), y[va], va, np.full(len(va), "U"), {"pi_unlabeled": np.nan})
     else:
-        c_val = max(c, 1.0 / n_pos_val)
+        c_val = min_label_frequency(c, n_pos_val)
         val = _with_source(make_pu_split(X[va], y[va], c_val, random_state=rng, **opts), va, seed)
         val.meta["c_val_adjusted"] = c_val != c
     test_meta = {"n": len(y_te), "prior": float(y_te.mean()), "dataset": ds.name, "stand_in_for": ds.stand_in_for}
@@ -295,6 +298,13 @@ def make_benchmark_splits(dataset: str | BinaryDataset, c: float, scheme: str = 
         X_te, y_te = resample_prevalence(X_te, y_te, target_prevalence, rng)
         test_meta.update(n=len(y_te), prior=float(y_te.mean()), target_prevalence=target_prevalence)
     return train, val, TestSet(X_te, y_te, test_meta)
+
+
+def min_label_frequency(c: float, n_pos: int) -> float:
+    """``max(c, 1 / n_pos)``: the smallest label frequency at which ``n_pos`` positives give one labeled row."""
+    if n_pos < 1:
+        raise ValueError(f"y: expected at least one positive row to label, got n_pos = {n_pos}")
+    return max(float(c), 1.0 / n_pos)
 
 
 def _with_source(split: PUSplit, rows: np.ndarray, seed: int) -> PUSplit:

@@ -315,6 +315,57 @@ def _alzheimer(folder: pathlib.Path) -> BinaryDataset:
     return _split("alzheimer_mri", X, y, 0, "image", "", ("NonDemented",), ALZHEIMER_CLASSES[1:], 0.2)
 
 
+FILE_SUFFIXES = (".npz", ".csv")
+
+
+def is_file_dataset(name) -> bool:
+    """Whether ``name`` names a user's own data file (``.npz`` or ``.csv``) rather than a registry key."""
+    return isinstance(name, (str, os.PathLike)) and pathlib.Path(name).suffix.lower() in FILE_SUFFIXES
+
+
+def load_file_dataset(path: str | os.PathLike, random_state: int = 0) -> BinaryDataset:
+    """A user's own binary data from one file, split 70/30 stratified with ``random_state``.
+
+    ``.npz``: arrays ``X`` ``(n, ...)`` and ``y`` ``(n,)``, or ``X_train, y_train, X_test, y_test`` (kept as
+    given). ``.csv``: comma-separated numbers, an optional header row; the label is the column named ``y`` in
+    the header, else the last column. Labels must be in {0, 1} (1 = the positive class).
+
+    Raises:
+        DatasetNotFoundError: the file is absent. ValueError: wrong suffix, missing arrays, non-binary labels.
+    """
+    from .data import check_binary_labels
+
+    path = pathlib.Path(path).expanduser()
+    if path.suffix.lower() not in FILE_SUFFIXES:
+        raise ValueError(f"data: expected a .npz or .csv file, got {str(path)!r}")
+    if not path.is_file():
+        raise DatasetNotFoundError(f"data: expected a file with X and y at {str(path)!r}, none found")
+    if path.suffix.lower() == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        if {"X_train", "y_train", "X_test", "y_test"} <= set(arrays):
+            return BinaryDataset(path.name, arrays["X_train"], check_binary_labels(arrays["y_train"], "y_train"),
+                                 arrays["X_test"], check_binary_labels(arrays["y_test"], "y_test"), "tabular")
+        if not {"X", "y"} <= set(arrays):
+            raise ValueError(f"data: expected arrays X and y (or X_train, y_train, X_test, y_test) in {path.name}, "
+                             f"got {sorted(arrays)}")
+        X, y = arrays["X"], arrays["y"]
+    else:
+        first = path.read_text(encoding="utf-8").split("\n", 1)[0].split(",")
+        try:
+            [float(v) for v in first]
+            header = None
+        except ValueError:
+            header = [v.strip() for v in first]
+        table = np.loadtxt(path, delimiter=",", skiprows=0 if header is None else 1, ndmin=2)
+        col = header.index("y") if header is not None and "y" in header else table.shape[1] - 1
+        X, y = np.delete(table, col, axis=1), table[:, col]
+    y = check_binary_labels(y, "y")
+    if len(X) != len(y):
+        raise ValueError(f"data: expected X and y of one length, got {len(X)} and {len(y)} rows")
+    return _split(path.name, np.asarray(X, dtype=np.float64), y, random_state, "tabular", "")
+
+
 def dataset_names() -> list[str]:
     """Every key ``load_dataset`` accepts, embedded first."""
     return list(_EMBEDDED) + list(_LOCAL)
@@ -324,7 +375,7 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, random_st
     """Loads a binary source dataset.
 
     Args:
-        name: one of ``dataset_names()``.
+        name: one of ``dataset_names()``, or the path of a user's ``.npz`` / ``.csv`` file (``load_file_dataset``).
         data_dir: folder of local datasets (default ``$ICLR26_DATA``); embedded sets ignore it.
         random_state: seed of the 70/30 stratified train/test split of embedded sets.
 
@@ -334,6 +385,8 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, random_st
     """
     if name in _EMBEDDED:
         return _EMBEDDED[name](int(random_state))
+    if is_file_dataset(name):
+        return load_file_dataset(name, random_state)
     if name not in _LOCAL:
         raise ValueError(f"dataset: expected one of {dataset_names()}, got {name!r}")
     chosen = data_dir if data_dir is not None else os.environ.get(DATA_ENV)

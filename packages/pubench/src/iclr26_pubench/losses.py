@@ -124,3 +124,50 @@ def two_way_margin_loss(logits: torch.Tensor, s: torch.Tensor, prior: float, mar
     if not lab.any() or lab.all():
         return logits.new_tensor(0.0)
     return prior * cp[lab].mean() + symmetric_softplus(cn[~lab].mean(), prior * cn[lab].mean())
+
+
+def pan_objective(r_u: torch.Tensor, d_p: torch.Tensor, d_u: torch.Tensor, eps: float = 1e-2,
+                  loss2_weight: float = 1e-4) -> torch.Tensor:
+    """The PAN objective of the benchmark (Hu et al., AAAI 2021); D ascends it, the recognizer R descends it.
+
+    With probabilities ``r_u = R(x_u)`` ``(n_u,)``, ``d_p = D(x_p)`` ``(n_p,)``, ``d_u = D(x_u)`` ``(n_u,)``,
+    m = min(n_p, n_u) and log+(v) = log(max(v + eps, eps)):
+    sum_p log+(D(p)) + sum_{first m of U} max(log+(1 - D(u)) - log(max(1 - mean D(u), eps)), 0)
+    + loss2_weight * sum_U (log+(1 - R(u)) - log+(R(u))) (2 D(u) - 1); the mean of D over the m U rows is
+    detached (a reference level, not a path for the gradient). Returns a scalar.
+    """
+    m = min(d_p.numel(), d_u.numel())
+    if m == 0 or r_u.numel() == 0:
+        raise ValueError("d_p, d_u, r_u: PAN needs at least one labeled-positive and one unlabeled row")
+
+    def log_plus(v):
+        return torch.log(torch.clamp(v + eps, min=eps))
+
+    d_um = d_u[:m]
+    reference = torch.log(torch.clamp(1.0 - d_um.detach().mean(), min=eps))
+    adversarial = log_plus(d_p).sum() + torch.clamp(log_plus(1.0 - d_um) - reference, min=0.0).sum()
+    recognizer = ((log_plus(1.0 - r_u) - log_plus(r_u)) * (2.0 * d_u - 1.0)).sum()
+    return adversarial + loss2_weight * recognizer
+
+
+def cgenpu_kld(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-7, reduce_mean: bool = True) -> torch.Tensor:
+    """The CGenPU divergence term: mean (or sum) of p log(p / q) with p, q clamped to [eps, 1]; ``(n,)`` -> scalar."""
+    p, q = torch.clamp(p, eps, 1.0), torch.clamp(q, eps, 1.0)
+    v = p * torch.log(p / q)
+    return v.mean() if reduce_mean else v.sum()
+
+
+def cgenpu_auxiliary_loss(a_xp: torch.Tensor, a_gp: torch.Tensor, a_gn: torch.Tensor,
+                          reduce_mean: bool = True) -> torch.Tensor:
+    """The auxiliary classifier A's CGenPU loss on probabilities of real positives ``a_xp``, generated positives
+    ``a_gp`` and generated negatives ``a_gn`` (each ``(n,)``, equal lengths for the last two terms):
+    kld(1, A(x_p)) + kld(A(x_p), A(g_p)) + kld(A(g_p), 1 - A(g_n)). The generator minimises the last two."""
+    return (cgenpu_kld(torch.ones_like(a_xp), a_xp, reduce_mean=reduce_mean)
+            + cgenpu_generator_alignment(a_xp, a_gp, a_gn, reduce_mean))
+
+
+def cgenpu_generator_alignment(a_xp: torch.Tensor, a_gp: torch.Tensor, a_gn: torch.Tensor,
+                               reduce_mean: bool = True) -> torch.Tensor:
+    """kld(A(x_p), A(g_p)) + kld(A(g_p), 1 - A(g_n)): the auxiliary alignment the CGenPU generator minimises."""
+    return (cgenpu_kld(a_xp, a_gp, reduce_mean=reduce_mean)
+            + cgenpu_kld(a_gp, 1.0 - a_gn, reduce_mean=reduce_mean))

@@ -45,6 +45,34 @@ def proxy_accuracy(s, pred, prior: float, scheme: str = "case-control") -> float
     raise ValueError(f"scheme: expected 'case-control' or 'single', got {scheme!r}")
 
 
+def lee_liu_score(s, pred) -> float:
+    """Lee and Liu (ICML 2003) PU model-selection score r^2 / P(pred = 1), from PU labels only.
+
+    r = fraction of the labeled rows predicted positive (under SCAR an unbiased estimate of the recall) and
+    P(pred = 1) the fraction of all rows predicted positive; r^2 / P(pred = 1) = precision * recall / P(y = 1),
+    so it ranks models as precision * recall does. ``s, pred`` ``(n,)``; 0.0 when nothing is predicted positive.
+    """
+    s, pred = _check_s(s), np.asarray(pred)
+    rate = float(pred.mean())
+    return float(pred[s == 1].mean()) ** 2 / rate if rate > 0 else 0.0
+
+
+def pu_f1_score(s, pred, prior: float) -> float:
+    """F1 estimated from PU labels and the class prior ``prior`` = P(y = 1) of the scored rows.
+
+    recall r = fraction of the labeled rows predicted positive; precision p = prior * r / P(pred = 1)
+    (Bayes' rule under SCAR), clipped to 1; F1 = 2 p r / (p + r). ``s, pred`` ``(n,)``.
+    """
+    s, pred = _check_s(s), np.asarray(pred)
+    if not 0 < prior < 1:
+        raise ValueError(f"prior: expected a number in (0, 1), got {prior!r}")
+    r, rate = float(pred[s == 1].mean()), float(pred.mean())
+    if r == 0 or rate == 0:
+        return 0.0
+    p = min(prior * r / rate, 1.0)
+    return 2 * p * r / (p + r)
+
+
 def proxy_auc(s, score) -> float:
     """Proxy AUC: ROC-AUC of labeled (1) versus unlabeled (0) rows by ``score``."""
     return float(roc_auc_score(_check_s(s), np.asarray(score, dtype=np.float64)))

@@ -14,18 +14,20 @@ import json
 import math
 import os
 import pathlib
+import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from iclr26_shared.bench import atomic_path
 from iclr26_shared.parallel import BACKENDS, parallel_map
 
 from .data import LABELINGS, SCHEMES, make_benchmark_splits, make_pu_split
-from .datasets import dataset_names
+from .datasets import dataset_names, is_file_dataset
 from .methods import REGISTRY, get_method
-from .metrics import oracle_metrics, proxy_accuracy, proxy_auc
+from .metrics import lee_liu_score, oracle_metrics, proxy_accuracy, proxy_auc
 
 BUDGETS = ("cpu", "paper", "smoke")
 VARY_C = (0.01, 0.03, 0.05, 0.07, 0.09, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -45,7 +47,8 @@ class RunSpec:
     """One run of the benchmark; hashable and JSON-serialisable.
 
     Attributes:
-        dataset, method: registry keys. c: label frequency. scheme, labeling: PU construction.
+        dataset, method: registry keys (``dataset`` may be the path of a ``.npz`` / ``.csv`` file).
+            c: label frequency. scheme, labeling: PU construction.
         seed: the only source of randomness. method_params: sorted ``(name, value)`` pairs overriding the budget.
         budget: ``"cpu"`` (the registry's CPU budget), ``"paper"`` (class defaults) or ``"smoke"``.
         device: ``"cpu"``, ``"cuda"``, ...  fallback: apply the opt-in prior-calibrated fallback.
@@ -63,8 +66,9 @@ class RunSpec:
     fallback: bool = False
 
     def __post_init__(self):
-        if self.dataset not in dataset_names():
-            raise ValueError(f"dataset: expected one of {dataset_names()}, got {self.dataset!r}")
+        if self.dataset not in dataset_names() and not is_file_dataset(self.dataset):
+            raise ValueError(f"dataset: expected one of {dataset_names()} or a .npz / .csv file, "
+                             f"got {self.dataset!r}")
         get_method(self.method)
         if self.scheme not in SCHEMES:
             raise ValueError(f"scheme: expected one of {list(SCHEMES)}, got {self.scheme!r}")
@@ -168,13 +172,11 @@ def _run(spec: RunSpec, data_dir) -> dict[str, Any]:
         pred = prior_calibrated_predict(score, train.prior)
     out: dict[str, Any] = {f"test_{k}": v for k, v in oracle_metrics(test.y, score, pred).items()}
     out["degenerate"] = bool(out.pop("test_degenerate"))
-    tpu = make_pu_split(test.X, test.y, spec.c, scheme="case-control", labeling="scar",
-                        random_state=spec.seed + 1000)
-    out["test_pu_proxy_acc"] = proxy_accuracy(tpu.s, est.predict(tpu.X), tpu.prior)
-    out["test_pu_prior"] = tpu.prior
+    out.update(_test_proxy(est, test, spec))
     if "X_val" in kw:
         out["val_proxy_acc"] = proxy_accuracy(val.s, est.predict(val.X), val.prior, spec.scheme)
         out["val_proxy_auc"] = proxy_auc(val.s, est.decision_function(val.X))
+        out["val_lee_liu"] = lee_liu_score(val.s, est.predict(val.X))
     hist = getattr(est, "history_", [])
     if hist and "train_neg_risk" in hist[-1]:
         out["train_neg_risk_final"] = hist[-1]["train_neg_risk"]
@@ -185,8 +187,24 @@ def _run(spec: RunSpec, data_dir) -> dict[str, Any]:
             "mean_phat_labeled", "mean_phat_positives")
     out["split"] = {k: train.meta[k] for k in keep if k in train.meta}
     out["stand_in_for"] = test.meta.get("stand_in_for", "")
-    out["timing"] = {"fit_time": est.fit_time_}
+    out["split"]["c_train_adjusted"] = bool(train.meta.get("c_train_adjusted", False))
+    out["timing"] = {"fit_time": est.fit_time_, "fit_cpu_time": est.fit_cpu_time_}
     return out
+
+
+def _test_proxy(est, test, spec: RunSpec) -> dict[str, Any]:
+    """PA on the test rows turned into a SCAR case-control PU split (``random_state = seed + 1000``).
+
+    When the test part has too few positives for one labeled row (c * n_pos_test < 1) the proxy is stored as
+    None with ``test_proxy_skipped`` True: the run itself is kept.
+    """
+    n_pos = int(test.y.sum())
+    if math.floor(spec.c * n_pos + 1e-9) < 1:
+        return {"test_pu_proxy_acc": None, "test_pu_prior": None, "test_proxy_skipped": True}
+    tpu = make_pu_split(test.X, test.y, spec.c, scheme="case-control", labeling="scar",
+                        random_state=spec.seed + 1000)
+    return {"test_pu_proxy_acc": proxy_accuracy(tpu.s, est.predict(tpu.X), tpu.prior), "test_pu_prior": tpu.prior,
+            "test_proxy_skipped": False}
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -220,8 +238,9 @@ class _Runner:
 
 def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1, address: str | None = None,
               out: str | os.PathLike = "results.jsonl", resume: bool = True, overwrite: bool = False,
-              data_dir: str | os.PathLike | None = None,
-              on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+              retry_failed: bool = False, data_dir: str | os.PathLike | None = None,
+              on_result: Callable[[dict[str, Any]], None] | None = None,
+              run: Callable[[RunSpec], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Runs every spec not already in ``out`` and returns the records of all ``specs`` (finished ones included).
 
     Args:
@@ -234,7 +253,11 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1
         out: JSONL results file; each finished run is appended as one line (timings in the sidecar).
         resume: skip specs whose key is already in ``out``. With ``resume=False`` an existing ``out`` is an
             error unless ``overwrite``.
+        retry_failed: also rerun the specs whose stored record has ``status="failed"``; their old lines are
+            removed from ``out`` and its sidecar first (atomic rewrite), so each key keeps one line.
         on_result: called with each new record as it arrives (progress display).
+        run: picklable ``spec -> record`` (default ``run_one`` with ``data_dir``); ``sweep_overhead`` passes a
+            no-op to time the dispatch and the writes alone.
 
     Raises:
         ValueError: unknown backend; ``out`` exists with ``resume=False`` and ``overwrite=False``.
@@ -251,6 +274,12 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1
         out.unlink(missing_ok=True)
         timing_path(out).unlink(missing_ok=True)
     done = {r["key"]: r for r in read_jsonl(out)}
+    if retry_failed:
+        failed = {k for k, r in done.items() if r.get("status") == "failed"}
+        if failed:
+            _drop_keys(out, failed)
+            _drop_keys(timing_path(out), failed)
+            done = {k: r for k, r in done.items() if k not in failed}
     pending = [s for s in specs if s.key() not in done]
     out.parent.mkdir(parents=True, exist_ok=True)
     for path in (out, timing_path(out)):  # an interrupted write leaves a partial last line: close it
@@ -259,7 +288,8 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1
                 fh.write("\n")
     if pending:
         with open(out, "a", encoding="utf-8") as fh, open(timing_path(out), "a", encoding="utf-8") as th:
-            runs = parallel_map(_Runner(data_dir), pending, backend=backend, jobs=int(jobs), address=address,
+            runs = parallel_map(_Runner(data_dir) if run is None else run, pending, backend=backend, jobs=int(jobs),
+                                address=address,
                                 extra="iclr26-pubench")
             for rec in runs:
                 timing = rec.pop("timing", None)
@@ -273,3 +303,43 @@ def run_sweep(specs: Iterable[RunSpec], *, backend: str = "local", jobs: int = 1
     times = {r["key"]: r for r in read_jsonl(timing_path(out))}
     return [{**done[s.key()], "timing": {k: v for k, v in times.get(s.key(), {}).items() if k != "key"}}
             for s in specs if s.key() in done]
+
+
+def _drop_keys(path: pathlib.Path, keys: set[str]) -> None:
+    """Rewrites the JSONL file ``path`` atomically without the records whose ``key`` is in ``keys``."""
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and _line_key(line) not in keys]
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
+def _line_key(line: str) -> str | None:
+    try:
+        return json.loads(line).get("key")
+    except json.JSONDecodeError:
+        return None
+
+
+class _NoOp:
+    """Picklable ``spec -> record`` that trains nothing: the record of a run that took no time."""
+
+    def __call__(self, spec: RunSpec) -> dict[str, Any]:
+        return {"key": spec.key(), **spec.to_dict(), "setting": spec.setting, "status": "ok",
+                "timing": {"fit_time": 0.0}}
+
+
+def sweep_overhead(out: str | os.PathLike, n: int = 200, jobs: int = 2) -> dict[str, float]:
+    """Wall seconds of ``run_sweep`` over ``n`` no-op specs on ``jobs`` local joblib workers into ``out``.
+
+    Returns ``{"cold": s, "warm": s}``: the first sweep includes starting the workers (each imports torch and
+    this package), the second reuses joblib's worker pool, so it times dispatch and the JSONL writes alone.
+    """
+    specs = [RunSpec("digits", "naive", 0.5, seed=i) for i in range(n)]
+    seconds = {}
+    for phase in ("cold", "warm"):
+        start = time.perf_counter()
+        run_sweep(specs, backend="local", jobs=jobs, out=out, resume=False, overwrite=True, run=_NoOp())
+        seconds[phase] = time.perf_counter() - start
+    return seconds

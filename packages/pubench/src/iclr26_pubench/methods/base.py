@@ -3,7 +3,8 @@
 ``PUEstimator.fit(X, s, prior=...)`` checks the input once; ``decision_function`` returns a real
 score, positive when above ``threshold_``; ``predict_proba`` is sigma(score - threshold_).
 ``TorchPUEstimator`` adds the backbone, device handling, minibatching, per-epoch history and
-model selection (``selection``: ``"proxy_acc"``, ``"proxy_auc"``, ``"oracle_f1"`` or ``"last"``).
+model selection (``selection``: ``"proxy_acc"``, ``"proxy_auc"``, ``"lee_liu"`` (Lee-Liu r^2 / P(pred=1)),
+``"oracle_f1"`` or ``"last"``).
 """
 from __future__ import annotations
 
@@ -17,9 +18,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from torch import nn
 
 from ..losses import negative_risk
-from ..metrics import oracle_metrics, proxy_accuracy, proxy_auc
+from ..metrics import lee_liu_score, oracle_metrics, proxy_accuracy, proxy_auc
+from .backbones import build_backbone
 
-SELECTIONS = ("proxy_acc", "proxy_auc", "oracle_f1", "last")
+SELECTIONS = ("proxy_acc", "proxy_auc", "lee_liu", "oracle_f1", "last")
+MIN_DELTA = 1e-4  # the benchmark's early-stopping tolerance on the monitored validation metric
+
+
+class _EarlyStop(Exception):
+    """Raised by ``_end_epoch`` when the monitored metric has not improved for ``patience`` epochs."""
 
 
 def set_params_from(obj: Any, params: dict[str, Any]) -> None:
@@ -94,9 +101,10 @@ class PUEstimator(ClassifierMixin, BaseEstimator):
         self.prior_ = prior
         self.threshold_ = 0.0
         self.history_: list[dict[str, float]] = []
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         self._fit(X, s, prior, val)
         self.fit_time_ = time.perf_counter() - start
+        self.fit_cpu_time_ = time.process_time() - cpu_start  # all threads of this process: load-independent
         return self
 
     def _check_prior(self, prior):
@@ -131,54 +139,28 @@ class PUEstimator(ClassifierMixin, BaseEstimator):
         return (self.decision_function(X) > self.threshold_).astype(np.int8)
 
 
-def mlp(d: int, hidden: tuple[int, ...] = (100, 100)) -> nn.Module:
-    """The CPU backbone: flatten, then d-100-100-1 with ReLU."""
-    layers: list[nn.Module] = [nn.Flatten()]
-    for h in hidden:
-        layers += [nn.Linear(d, h), nn.ReLU()]
-        d = h
-    layers.append(nn.Linear(d, 1))
-    return nn.Sequential(*layers)
+class IndexStream:
+    """An endless stream of rows of ``index``: hands out the next ``k`` of a random order and reshuffles with
+    ``gen`` whenever the order is used up (a repeated, shuffled data loader)."""
 
+    def __init__(self, index: torch.Tensor, gen: torch.Generator):
+        self.index, self.gen = index, gen
+        self._order, self._cursor = self._shuffle(), 0
 
-def paper_mlp(d: int) -> nn.Module:
-    """The repository's vector backbone: 512-256-128 (dropout 0.3/0.3/0.2), 64, then one logit."""
-    return nn.Sequential(nn.Flatten(), nn.Linear(d, 512), nn.ReLU(), nn.Dropout(0.3), nn.Linear(512, 256),
-                         nn.ReLU(), nn.Dropout(0.3), nn.Linear(256, 128), nn.ReLU(), nn.Dropout(0.2),
-                         nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1))
+    def _shuffle(self) -> torch.Tensor:
+        return self.index[torch.randperm(len(self.index), generator=self.gen).to(self.index.device)]
 
-
-def lenet(shape: tuple[int, ...]) -> nn.Module:
-    """A LeNet-style CNN for ``(C, H, W)`` images, one logit."""
-    c, h, w = shape
-    return nn.Sequential(nn.Conv2d(c, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 5, padding=2),
-                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * (h // 4) * (w // 4), 256),
-                         nn.ReLU(), nn.Linear(256, 1))
-
-
-BACKBONES = ("auto", "mlp", "linear", "paper_mlp", "lenet")
-
-
-def build_backbone(backbone, shape: tuple[int, ...]) -> nn.Module:
-    """A module mapping ``(n, *shape)`` to ``(n, 1)`` logits.
-
-    ``backbone``: ``"auto"``/``"mlp"`` (d-100-100-1), ``"linear"``, ``"paper_mlp"``, ``"lenet"`` (images), or a
-    callable ``factory(shape) -> nn.Module``.
-    """
-    d = int(np.prod(shape))
-    if callable(backbone):
-        return backbone(shape)
-    if backbone in ("auto", "mlp"):
-        return mlp(d)
-    if backbone == "linear":
-        return nn.Sequential(nn.Flatten(), nn.Linear(d, 1))
-    if backbone == "paper_mlp":
-        return paper_mlp(d)
-    if backbone == "lenet":
-        if len(shape) != 3:
-            raise ValueError(f"backbone: 'lenet' needs images (n, C, H, W), got rows of shape {shape}")
-        return lenet(shape)
-    raise ValueError(f"backbone: expected one of {list(BACKBONES)} or a callable, got {backbone!r}")
+    def take(self, k: int) -> torch.Tensor:
+        """The next ``k`` indices ``(k,)``."""
+        parts = []
+        while k > 0:
+            if self._cursor >= len(self._order):
+                self._order, self._cursor = self._shuffle(), 0
+            part = self._order[self._cursor:self._cursor + k]
+            parts.append(part)
+            self._cursor += len(part)
+            k -= len(part)
+        return torch.cat(parts)
 
 
 def minibatches(n: int, batch_size: int, gen: torch.Generator, device) -> list[torch.Tensor]:
@@ -193,6 +175,10 @@ class TorchPUEstimator(PUEstimator):
     The default ``_train`` runs Adam over shuffled minibatches for ``epochs`` epochs and calls the
     subclass's ``_batch_loss(model, x, s, idx, epoch)``; learners with their own schedule override
     ``_train`` and call ``_end_epoch`` once per epoch for the history and model selection.
+
+    Early stopping (the benchmark's rule): with ``patience`` set and a validation set, training ends once the
+    selection metric has not improved by more than ``MIN_DELTA`` for ``patience`` epochs (``stopped_epoch_``);
+    the best checkpoint is then restored as usual.
     """
 
     risk_loss: ClassVar[str] = "sigmoid"
@@ -209,6 +195,7 @@ class TorchPUEstimator(PUEstimator):
         self._gen = torch.Generator().manual_seed(seed)
         self.selection_used_ = self.selection if val is not None else "last"
         self._best = (-np.inf, None)
+        self._stale, self.stopped_epoch_ = 0, None
         devices = [self.device_] if self.device_.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
@@ -216,7 +203,10 @@ class TorchPUEstimator(PUEstimator):
             st = torch.as_tensor(s, device=self.device_)
             self._val = None if val is None else (torch.as_tensor(val[0], device=self.device_), *val[1:])
             self.model_ = self._make_model(X.shape[1:]).to(self.device_)
-            self._train(Xt, st, prior)
+            try:
+                self._train(Xt, st, prior)
+            except _EarlyStop:
+                self.stopped_epoch_ = self.history_[-1]["epoch"]
         if self._best[1] is not None and self.selection_used_ != "last":
             self.model_.load_state_dict(self._best[1])
         self._finish(Xt, st, prior)
@@ -274,15 +264,22 @@ class TorchPUEstimator(PUEstimator):
             p = self.prior_ if self.prior_ is not None else rec.get("prior_estimate", 0.5)
             rec["val_proxy_acc"] = proxy_accuracy(sv, pred, p) if 0 < sv.sum() < len(sv) else float("nan")
             rec["val_proxy_auc"] = proxy_auc(sv, gv) if 0 < sv.sum() < len(sv) else float("nan")
+            rec["val_lee_liu"] = lee_liu_score(sv, pred) if 0 < sv.sum() < len(sv) else float("nan")
             if yv is not None:
                 rec["val_f1"] = oracle_metrics(yv, gv, pred)["f1"]
-            key = {"proxy_acc": "val_proxy_acc", "proxy_auc": "val_proxy_auc", "oracle_f1": "val_f1"}.get(
+            key = {"proxy_acc": "val_proxy_acc", "proxy_auc": "val_proxy_auc", "lee_liu": "val_lee_liu",
+                   "oracle_f1": "val_f1"}.get(
                 self.selection_used_)
-            if key is not None and rec.get(key, -np.inf) > self._best[0]:
-                self._best = (rec[key], copy.deepcopy(self.model_.state_dict()))
+            if key is not None:
+                value = rec.get(key, -np.inf)
+                self._stale = 0 if value > self._best[0] + MIN_DELTA else self._stale + 1
+                if value > self._best[0]:
+                    self._best = (value, copy.deepcopy(self.model_.state_dict()))
         self.history_.append(rec)
         if self.verbose:
             print(f"{type(self).__name__} epoch {epoch}: " + ", ".join(f"{k}={v:.4g}" for k, v in rec.items()))
+        if self.patience is not None and self._stale >= int(self.patience):
+            raise _EarlyStop
 
     def _current_threshold(self, g, s, prior) -> float:
         return 0.0

@@ -26,7 +26,7 @@ class BBEPU(TorchPUEstimator):
     needs_prior = False
 
     def __init__(self, *, prior_update="two_stage", delta=0.1, bbe_gamma=0.01, update_every=10, loss="sigmoid",
-                 backbone="auto", epochs=40, batch_size=256, lr=3e-4, weight_decay=1e-4, device="auto",
+                 backbone="auto", epochs=40, batch_size=256, lr=3e-4, weight_decay=1e-4, patience=None, device="auto",
                  random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

@@ -16,7 +16,7 @@ class DistPU(TorchPUEstimator):
     """
 
     def __init__(self, *, co_mu=0.002, epochs_stage2=60, lr_stage2=5e-5, weight_decay_stage2=1e-3, mix_alpha=6.0,
-                 backbone="auto", epochs=60, batch_size=256, lr=5e-4, weight_decay=5e-3, device="auto",
+                 backbone="auto", epochs=60, batch_size=256, lr=5e-4, weight_decay=5e-3, patience=None, device="auto",
                  random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

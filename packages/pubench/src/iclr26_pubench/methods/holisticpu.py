@@ -23,7 +23,7 @@ class HolisticPU(TorchPUEstimator):
     needs_prior = False
 
     def __init__(self, *, epochs_phase2=25, confidence=0.9, ema_decay=0.999, backbone="auto", epochs=15,
-                 batch_size=64, lr=0.01, weight_decay=5e-4, device="auto", random_state=None,
+                 batch_size=64, lr=0.01, weight_decay=5e-4, patience=None, device="auto", random_state=None,
                  selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

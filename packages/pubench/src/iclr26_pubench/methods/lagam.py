@@ -24,7 +24,7 @@ class LaGAM(TorchPUEstimator):
     """
 
     def __init__(self, *, warmup=10, n_groups=8, contrast=0.1, meta_lr=0.1, backbone="auto", epochs=40,
-                 batch_size=256, lr=1e-3, weight_decay=1e-4, device="auto", random_state=None,
+                 batch_size=256, lr=1e-3, weight_decay=1e-4, patience=None, device="auto", random_state=None,
                  selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

@@ -6,7 +6,8 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from .base import TorchPUEstimator, build_backbone, set_params_from
+from .backbones import build_backbone
+from .base import TorchPUEstimator, set_params_from
 
 
 class LBE(TorchPUEstimator):
@@ -21,7 +22,8 @@ class LBE(TorchPUEstimator):
     needs_prior = False
 
     def __init__(self, *, pretrain_steps=100, subset=0.1, keep=0.8, m_steps=10, backbone="auto", epochs=20,
-                 batch_size=256, lr=5e-4, weight_decay=1e-4, device="auto", random_state=None, selection="proxy_acc",
+                 batch_size=256, lr=5e-4, weight_decay=1e-4,
+                 patience=None, device="auto", random_state=None, selection="proxy_acc",
                  verbose=False):
         set_params_from(self, locals())
 

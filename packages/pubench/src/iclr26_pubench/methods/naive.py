@@ -11,7 +11,8 @@ class NaivePU(TorchPUEstimator):
 
     needs_prior = False
 
-    def __init__(self, *, backbone="auto", epochs=40, batch_size=256, lr=3e-4, weight_decay=1e-4, device="auto",
+    def __init__(self, *, backbone="auto", epochs=40, batch_size=256, lr=3e-4, weight_decay=1e-4,
+                 patience=None, device="auto",
                  random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

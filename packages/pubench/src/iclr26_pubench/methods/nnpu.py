@@ -20,7 +20,8 @@ class NNPU(TorchPUEstimator):
     nonneg: ClassVar[bool] = True
 
     def __init__(self, *, loss="sigmoid", gamma=1.0, beta=0.0, backbone="auto", epochs=40, batch_size=256, lr=3e-4,
-                 weight_decay=1e-4, device="auto", random_state=None, selection="proxy_acc", verbose=False):
+                 weight_decay=1e-4,
+                 patience=None, device="auto", random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 
     @property

@@ -14,7 +14,7 @@ class P3MixE(P3MixBase):
     needs_prior = False
 
     def __init__(self, *, mix_start=15, n_candidates=100, elr_beta=0.7, elr_weight=3.0, backbone="auto", epochs=40,
-                 batch_size=256, lr=1e-3, weight_decay=1e-6, device="auto", random_state=None,
+                 batch_size=256, lr=1e-3, weight_decay=1e-6, patience=None, device="auto", random_state=None,
                  selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

@@ -23,7 +23,7 @@ class PULCPBF(TorchPUEstimator):
 
     def __init__(self, *, alpha=0.5, pseudo="alpha_range", epochs_phase2=50, lr_phase2=1e-3, lambda_u=0.85,
                  temperature=0.5, backbone="auto", epochs=20, batch_size=256, lr=2e-3, weight_decay=5e-3,
-                 device="auto", random_state=None, selection="proxy_acc", verbose=False):
+                 patience=None, device="auto", random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 
     def _train(self, X, s, prior) -> None:

@@ -15,7 +15,8 @@ class PULDA(TorchPUEstimator):
     """
 
     def __init__(self, *, alpha_u=0.85, two_way=False, margin=0.6, backbone="auto", epochs=40, batch_size=256,
-                 lr=3e-4, weight_decay=1e-4, device="auto", random_state=None, selection="proxy_acc", verbose=False):
+                 lr=3e-4, weight_decay=1e-4,
+                 patience=None, device="auto", random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 
     def _train(self, X, s, prior) -> None:

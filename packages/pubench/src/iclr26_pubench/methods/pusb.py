@@ -18,7 +18,8 @@ class PUSB(NNPU):
     """
 
     def __init__(self, *, loss="logistic", threshold="quantile", gamma=1.0, beta=0.0, backbone="auto", epochs=40,
-                 batch_size=256, lr=3e-4, weight_decay=1e-4, device="auto", random_state=None, selection="proxy_acc",
+                 batch_size=256, lr=3e-4, weight_decay=1e-4,
+                 patience=None, device="auto", random_state=None, selection="proxy_acc",
                  verbose=False):
         set_params_from(self, locals())
 

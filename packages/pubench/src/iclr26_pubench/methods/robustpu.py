@@ -22,7 +22,7 @@ class RobustPU(TorchPUEstimator):
     """
 
     def __init__(self, *, outer=5, inner=5, pretrain_lr=1e-4, alpha_pos=0.1, alpha_neg=0.11, backbone="auto",
-                 epochs=20, batch_size=256, lr=1e-2, weight_decay=0.0, device="auto", random_state=None,
+                 epochs=20, batch_size=256, lr=1e-2, weight_decay=0.0, patience=None, device="auto", random_state=None,
                  selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

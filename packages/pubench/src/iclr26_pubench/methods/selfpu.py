@@ -19,7 +19,7 @@ class SelfPU(TorchPUEstimator):
     """
 
     def __init__(self, *, pseudo_start=5, teacher_start=10, teacher_decay=0.999, consistency=0.3,
-                 backbone="auto", epochs=40, batch_size=256, lr=1e-3, weight_decay=5e-4, device="auto",
+                 backbone="auto", epochs=40, batch_size=256, lr=1e-3, weight_decay=5e-4, patience=None, device="auto",
                  random_state=None, selection="proxy_acc", verbose=False):
         set_params_from(self, locals())
 

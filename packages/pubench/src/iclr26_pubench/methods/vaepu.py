@@ -33,7 +33,7 @@ class VAEPU(TorchPUEstimator):
     plus ``gen_weight`` x BCE(generated rows the current classifier scores negative, 0)."""
 
     def __init__(self, *, latent_dim=8, vae_epochs=20, gen_weight=0.5, backbone="auto", epochs=40, batch_size=256,
-                 lr=1e-3, weight_decay=1e-4, device="auto", random_state=None, selection="proxy_acc",
+                 lr=1e-3, weight_decay=1e-4, patience=None, device="auto", random_state=None, selection="proxy_acc",
                  verbose=False):
         set_params_from(self, locals())
 

@@ -23,7 +23,8 @@ class VPU(TorchPUEstimator):
     needs_prior = False
 
     def __init__(self, *, lam=0.03, mix_alpha=0.3, iterations=30, halve_every=20, backbone="auto", epochs=50,
-                 batch_size=500, lr=3e-5, weight_decay=0.0, device="auto", random_state=None, selection="proxy_acc",
+                 batch_size=500, lr=3e-5, weight_decay=0.0,
+                 patience=None, device="auto", random_state=None, selection="proxy_acc",
                  verbose=False):
         set_params_from(self, locals())
 
