@@ -1,5 +1,14 @@
-"""The central claims are paired over seeds, fail for a planted worse geometry and drop diverged seeds."""
-from iclr26_relu_geometry.bench import SIGMA, _gap_claims, _memorisation_claims
+"""The claims are paired over seeds, fail for a planted worse geometry or noisy slopes and drop diverged seeds."""
+import numpy as np
+import pytest
+from iclr26_relu_geometry.bench import (
+    SIGMA,
+    _gap_claims,
+    _memorisation_claims,
+    _self_influence_claim,
+    _slope_claims,
+    seed_slopes,
+)
 from iclr26_shared.bench import derive_seeds
 
 
@@ -33,3 +42,34 @@ def test_memorisation_is_paired_with_margin_and_drops_diverged_seeds():
     assert _gap_claims(rows, 512)[0].per_seed["seeds"] == [SEEDS[0], SEEDS[2]]
     none = _gap_claims(_rows(GAPS, TRAIN, SEEDS), 1024)[0]
     assert not none.holds and none.per_seed is None
+
+
+def test_self_influence_claim_needs_three_times_the_deep_value_on_every_seed():
+    rows = _rows(GAPS, TRAIN, SEEDS)
+    for r in rows:
+        r["self_influence"] = 0.66 if r["alpha"] == 0 else 0.13
+    claim = _self_influence_claim(rows, 512)
+    assert claim.holds and claim.per_seed["wins"] == 3
+    assert claim.per_seed["values"] == pytest.approx([0.66 - 3 * 0.13] * 3)
+    for r in rows:
+        r["self_influence"] = 0.66 if r["alpha"] == 0 else 0.25  # only 2.6×
+    assert not _self_influence_claim(rows, 512).holds
+
+
+def _slope_rows(slopes: dict[float, list[float]], jitter: float):
+    rng = np.random.default_rng(0)
+    return [{"family": "beta", "alpha": a, "seed": s, "n": n, "diverged": False,
+             "gap": 2.0 * n ** slopes[a][i] * np.exp(jitter * rng.standard_normal())}
+            for a in slopes for i, s in enumerate(SEEDS) for n in (128, 256, 512, 1024)]
+
+
+def test_slope_claims_are_per_seed_fits_paired_over_seeds():
+    planted = {0.0: [-0.05, -0.06, -0.04], 5.0: [-0.38, -0.40, -0.37]}
+    rows = _slope_rows(planted, 0.0)
+    assert seed_slopes(rows, 5.0) == pytest.approx(dict(zip(SEEDS, planted[5.0])))
+    contrast, precision = _slope_claims(rows)
+    assert contrast.holds and precision.holds and contrast.per_seed["wins"] == 3
+    same = _slope_claims(_slope_rows({0.0: planted[0.0], 5.0: planted[0.0]}, 0.0))
+    assert not same[0].holds
+    noisy = _slope_claims(_slope_rows(planted, 0.5))  # gaps off by ~50% per point: the slopes are not measured
+    assert not noisy[1].holds

@@ -61,6 +61,65 @@ def test_cli_round_trip(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --run: expected a run.json")
 
 
+def test_cli_fits_a_users_own_arrays_and_reads_them_back(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X, X_test = rng.uniform(-1, 1, (60, 3)), rng.uniform(-1, 1, (30, 3))
+    np.savetxt(tmp_path / "X.csv", X, delimiter=",")
+    np.save(tmp_path / "y.npy", X.sum(1))
+    np.save(tmp_path / "Xt.npy", X_test)
+    np.savetxt(tmp_path / "yt.csv", X_test.sum(1)[:, None], delimiter=",")
+    out = tmp_path / "run"
+    assert main(["train", "--X", str(tmp_path / "X.csv"), "--y", str(tmp_path / "y.npy"), "--X-test",
+                 str(tmp_path / "Xt.npy"), "--y-test", str(tmp_path / "yt.csv"), "--width", "32", "--steps", "300",
+                 "--device", "cpu", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    run = json.loads((out / "run.json").read_text())
+    assert run["config"]["family"] == "user" and run["config"]["n"] == 60 and run["config"]["d"] == 3
+    assert run["row"]["train_mse"] < 0.5 * np.var(X.sum(1)) and "noisy gap" in text
+    assert main(["evaluate", "--run", str(out / "run.json"), "--device", "cpu"]) == 0
+    assert float(capsys.readouterr().out.split()[1]) == pytest.approx(run["row"]["sharpness"], rel=1e-3)
+
+
+@pytest.mark.parametrize("make, option, message", [
+    (lambda d: np.save(d / "y.npy", np.zeros(59)), "--y", "expected 60 targets, one per row of --X, got 59"),
+    (lambda d: np.save(d / "y.npy", np.zeros((60, 2))), "--y", "expected an array of shape (n,), got shape (60, 2)"),
+    (lambda d: np.save(d / "y.npy", np.full(60, np.nan)), "--y", "expected finite values, got 60 NaN/inf"),
+])
+def test_cli_refuses_bad_user_arrays_in_one_line(tmp_path, capsys, make, option, message):
+    np.save(tmp_path / "X.npy", np.zeros((60, 3)))
+    make(tmp_path)
+    assert main(["fit", "--X", str(tmp_path / "X.npy"), "--y", str(tmp_path / "y.npy"), "--device", "cpu",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}: {message}") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_other_suffixes_and_a_lone_y(tmp_path, capsys):
+    (tmp_path / "X.txt").write_text("1,2\n3,4\n")
+    np.save(tmp_path / "y.npy", np.zeros(2))
+    assert main(["fit", "--X", str(tmp_path / "X.txt"), "--y", str(tmp_path / "y.npy"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: --X: expected a .npy or .csv file, got")
+    assert main(["fit", "--y", str(tmp_path / "y.npy"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: --X: expected a design file")
+
+
+def test_cli_depth_of_a_users_points_is_the_exact_tukey_depth(tmp_path, capsys):
+    grid = np.array([[x, y] for x in range(-2, 3) for y in range(-2, 3)], dtype=float)  # 5 × 5 lattice
+    np.savetxt(tmp_path / "X.csv", grid, delimiter=",")
+    np.save(tmp_path / "q.npy", np.array([[0.0, 0.0], [2.0, 2.0], [9.0, 9.0]]))
+    assert main(["depth", "--X", str(tmp_path / "X.csv"), "--points", str(tmp_path / "q.npy"),
+                 "--out", str(tmp_path)]) == 0
+    # the lattice is symmetric about its centre: a line through it missing the other points leaves 12 on each side,
+    # so the closed half-plane holds 12 + 1 = 13 of 25; the corner has 1/25, a point outside the hull 0.
+    assert np.load(tmp_path / "depth.npy") == pytest.approx([13 / 25, 1 / 25, 0.0])
+    assert "exact" in capsys.readouterr().out
+    np.save(tmp_path / "q3.npy", np.zeros((1, 3)))
+    assert main(["depth", "--X", str(tmp_path / "X.csv"), "--points", str(tmp_path / "q3.npy"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith("error: --points: expected 2 columns as --X, got shape (1, 3)")
+
+
 def test_cli_sweeps_write_csv_plots_and_summary(tmp_path):
     tiny = ["--width", "16", "--steps", "20", "--n-test", "50", "--device", "cpu", "--quiet"]
     assert main(["sweep-alpha", "--alphas", "sphere,5", "--ns", "32,48,64", "--out", str(tmp_path / "a"), *tiny]) == 0
@@ -81,7 +140,11 @@ def test_benchmark_smoke_writes_the_json_contract(tmp_path):
     for key in ("benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics", "rows",
                 "claims", "figures"):
         assert key in res
-    assert {r["method"] for r in res["rows"]} == {"sphere", "alpha=5"}
-    assert {c["name"] for c in res["claims"]} >= {"beos_holds", "geometry_ordering", "memorisation_contrast"}
+    assert {r["method"] for r in res["rows"]} == {"sphere", "alpha=5", "sphere@width=128"}
+    assert {c["name"] for c in res["claims"]} >= {"beos_holds", "geometry_ordering", "memorisation_contrast",
+                                                  "memorisation_self_influence", "wide_edge_of_stability"}
+    sphere = next(r for r in res["rows"] if r["method"] == "sphere")
+    assert sphere["gap"] == pytest.approx(sphere["test_mse_clean"] + 0.25 - sphere["train_mse"])
+    assert 0 < sphere["self_influence"] <= 1
     assert all(isinstance(c["holds"], bool) for c in res["claims"])
     assert all((tmp_path / f).exists() for f in res["figures"])

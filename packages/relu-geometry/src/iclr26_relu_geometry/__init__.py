@@ -29,20 +29,21 @@ from .experiments import (
     run_intrinsic_sweep,
     run_real_vs_gaussian,
 )
+from .memorisation import kernel_self_influence, tangent_kernel
 from .model import TwoLayerReLU, mse_loss
 from .regularity import beos_bound, shatter_curve, weight_g, weight_g_tilde, weighted_path_norm
 from .sharpness import HessianOperator, sharpness, top_eigenpair
 from .theory import theory_rates
-from .training import History, train_gd
+from .training import History, stable_init, train_gd
 
 __version__ = _version("iclr26-relu-geometry")
 __all__ = [
     "__version__",
     "BallMixture", "History", "HessianOperator", "RunConfig", "TwoLayerReLU",
     "activation_report", "ball_mixture", "beos_bound", "beta_radial", "depth_beta_radial", "digits_dataset",
-    "fit_loglog_slope", "gaussian_shell", "halfspace_depth", "lines", "load_mnist_local", "make_data",
-    "make_targets", "mnist_dataset", "mse_loss", "run_alpha_sweep", "run_experiment", "run_intrinsic_sweep",
-    "run_real_vs_gaussian",
-    "sharpness", "shatter_curve", "sphere_cap_mass", "target_function", "theory_rates", "top_eigenpair",
-    "train_gd", "weight_g", "weight_g_tilde", "weighted_path_norm",
+    "fit_loglog_slope", "gaussian_shell", "halfspace_depth", "kernel_self_influence", "lines", "load_mnist_local",
+    "make_data", "make_targets", "mnist_dataset", "mse_loss", "run_alpha_sweep", "run_experiment",
+    "run_intrinsic_sweep", "run_real_vs_gaussian",
+    "sharpness", "shatter_curve", "sphere_cap_mass", "stable_init", "tangent_kernel", "target_function",
+    "theory_rates", "top_eigenpair", "train_gd", "weight_g", "weight_g_tilde", "weighted_path_norm",
 ]

@@ -1,8 +1,10 @@
-"""``iclr26-relu-geometry``: generate, fit, evaluate, diagnose, the three sweeps, perf and ``bench``/``reproduce``.
+"""``iclr26-relu-geometry``: generate, fit, evaluate, diagnose, depth, the three sweeps, perf and
+``bench``/``reproduce``.
 
 Every command writes fixed file names into the ``--out`` folder: ``generate`` -> ``X.npy``, ``fit`` ->
-``run.json``, ``diagnose`` -> ``diagnose.json`` and ``diagnose.png``, the sweeps -> ``<sweep>.csv``,
-``summary.json`` and their plots, ``perf`` -> ``perf.json``.
+``run.json``, ``diagnose`` -> ``diagnose.json`` and ``diagnose.png``, ``depth`` -> ``depth.npy``, the sweeps ->
+``<sweep>.csv``, ``summary.json`` and their plots, ``perf`` -> ``perf.json``. ``fit --X FILE --y FILE`` and
+``depth --X FILE`` read a user's own arrays (``.npy`` or comma-separated ``.csv``).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from iclr26_shared.device import resolve_device
 from .activations import activation_report
 from .bench import BENCHMARK
 from .data import ball_mixture, beta_radial, gaussian_shell, lines
+from .depth import halfspace_depth
 from .experiments import (
     RunConfig,
     make_data,
@@ -40,6 +43,7 @@ from .experiments import (
     run_intrinsic_sweep,
     run_real_vs_gaussian,
 )
+from .memorisation import kernel_self_influence
 from .model import TwoLayerReLU
 from .plotting import plot_diagnose, plot_gap_vs_alpha, plot_gap_vs_d, plot_gap_vs_n
 from .regularity import shatter_curve
@@ -72,6 +76,56 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-test", type=int, default=2000)
 
 
+def load_array(path: pathlib.Path, option: str, ndim: int) -> np.ndarray:
+    """The finite float64 array of ``ndim`` (1: ``(n,)``, 2: ``(n, d)``) dimensions in a ``.npy`` or
+    comma-separated ``.csv`` file; a one-column array read for ``ndim = 1`` becomes a vector.
+
+    Raises:
+        ValueError: one line naming ``option``: another suffix, an unreadable file, a wrong shape or NaN/inf.
+    """
+    shape = "(n,)" if ndim == 1 else "(n, d)"
+    if path.suffix not in (".npy", ".csv"):
+        raise usage_error(option, "a .npy or .csv file", repr(str(path)))
+    try:
+        if path.suffix == ".npy":
+            arr = np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+        else:
+            arr = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=ndim)
+    except (OSError, ValueError, TypeError) as err:
+        raise usage_error(option, f"a numeric array {shape} in {path.suffix}",
+                          f"{str(path)!r} ({' '.join(str(err).split())[:80]})") from None
+    if ndim == 1 and arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != ndim:
+        raise usage_error(option, f"an array of shape {shape}", f"shape {arr.shape} in {str(path)!r}")
+    if not np.all(np.isfinite(arr)):
+        raise usage_error(option, "finite values", f"{np.count_nonzero(~np.isfinite(arr))} NaN/inf entries")
+    return arr
+
+
+def _user_data(args, device) -> tuple:
+    """``(X, y, X_test, y_test, None)`` float32 tensors from ``--X/--y`` (and ``--X-test/--y-test``), checked."""
+    if args.y is None:
+        raise usage_error("--y", "a targets file (n,) beside --X", "none")
+    X, y = load_array(args.X, "--X", 2), load_array(args.y, "--y", 1)
+    if X.shape[0] < 2:
+        raise usage_error("--X", "at least 2 rows", f"shape {X.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise usage_error("--y", f"{X.shape[0]} targets, one per row of --X", y.shape[0])
+    if (args.X_test is None) != (args.y_test is None):
+        raise usage_error("--X-test, --y-test", "both or neither", "only one")
+    X_test = y_test = None
+    if args.X_test is not None:
+        X_test, y_test = load_array(args.X_test, "--X-test", 2), load_array(args.y_test, "--y-test", 1)
+        if X_test.shape[1] != X.shape[1]:
+            raise usage_error("--X-test", f"{X.shape[1]} columns as --X", f"shape {X_test.shape}")
+        if y_test.shape[0] != X_test.shape[0]:
+            raise usage_error("--y-test", f"{X_test.shape[0]} targets, one per row of --X-test", y_test.shape[0])
+    tensors = [None if a is None else torch.as_tensor(a, dtype=torch.float32, device=device)
+               for a in (X, y, X_test, y_test)]
+    return (*tensors, None)
+
+
 def cmd_generate(args) -> int:
     if args.family == "digits":
         raise usage_error("--family", "a generated family (beta, mixture, lines, gaussian_shell)",
@@ -95,28 +149,45 @@ def cmd_generate(args) -> int:
 def cmd_fit(args) -> int:
     (path,) = output_paths(args, "run.json")
     device = resolve_device(args.device)
-    config = RunConfig(family=args.family, alpha=args.alpha, d=args.d, m=args.m, J=args.J, n=args.n,
+    data, files = None, None
+    if args.X is not None:
+        data = _user_data(args, device)
+        files = {k: str(getattr(args, k).resolve()) for k in ("X", "y")}
+    elif any(v is not None for v in (args.y, args.X_test, args.y_test)):
+        raise usage_error("--X", "a design file beside --y/--X-test/--y-test", "none")
+    n, d = tuple(data[0].shape) if data else (args.n, args.d)
+    config = RunConfig(family="user" if data else args.family, alpha=args.alpha, d=d, m=args.m, J=args.J, n=n,
                        n_test=args.n_test, width=args.width, eta=args.eta, steps=args.steps, noise=args.noise,
-                       seed=args.seed, sharpness_every=args.sharpness_every)
-    row, model, hist = run_experiment(config, device, report=True)
+                       seed=args.seed, sharpness_every=args.sharpness_every, init_sharpness=args.init_sharpness,
+                       plateau_window=args.plateau_window)
+    row, model, hist = run_experiment(config, device, report=True, data=data)
     state = {k: v.detach().cpu().tolist() for k, v in model.state_dict().items()}
-    write_json_atomic(path, {"config": asdict(config), "row": row, "history": hist.to_dict(), "state": state})
-    print(f"train MSE {row['train_mse']:.4f}  test MSE {row['test_mse']:.4f} (clean {row['test_mse_clean']:.4f})  "
-          f"gap {row['gap']:.4f}  sharpness {row['sharpness']:.4f}  2/η {row['two_over_eta']:.4f}"
+    write_json_atomic(path, {"config": asdict(config), "data_files": files, "row": row, "history": hist.to_dict(),
+                             "state": state})
+    test = f"  test MSE {row['test_mse']:.4f}  noisy gap {row['gap_noisy']:.4f}" if hist.test_mse else ""
+    gap = "" if data else f"  gap {row['gap']:.4f} (clean test MSE {row['test_mse_clean']:.4f} + σ² − train)"
+    print(f"train MSE {row['train_mse']:.4f}{test}{gap}  sharpness {row['sharpness']:.4f}  2/η "
+          f"{row['two_over_eta']:.4f}  dead {row['dead_fraction']:.1%}  steps {row['steps_run']}"
           f"{'  DIVERGED' if row['diverged'] else ''}\n-> {path}")
     return 0
 
 
 def _load_run(path: pathlib.Path, device):
-    """The config, model and training data of the ``run.json`` given to ``--run``."""
+    """The config, model and training data of the ``run.json`` given to ``--run`` (user data read from its files)."""
     names = {f.name for f in fields(RunConfig)}
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
         config = RunConfig(**{k: v for k, v in saved["config"].items() if k in names})
-        X, y = make_data(config, device)[:2]
+        if config.family == "user":
+            X, y = (torch.as_tensor(load_array(pathlib.Path(saved["data_files"][k]), f"--run ({k} file)", nd),
+                                    dtype=torch.float32, device=device) for k, nd in (("X", 2), ("y", 1)))
+        else:
+            X, y = make_data(config, device)[:2]
         model = TwoLayerReLU(X.shape[1], config.width)
         model.load_state_dict({k: torch.tensor(v) for k, v in saved["state"].items()})
     except (ValueError, KeyError, TypeError, AttributeError, RuntimeError) as err:
+        if str(err).startswith("--run"):
+            raise
         raise usage_error("--run", "a run.json written by 'iclr26-relu-geometry fit'",
                           f"{str(path)!r} ({type(err).__name__})") from None
     return config, model.to(device), X, y
@@ -136,13 +207,31 @@ def cmd_diagnose(args) -> int:
     config, model, X, _ = _load_run(args.run, device)
     report = activation_report(model, X)
     curve = shatter_curve(X, rng=args.seed)
+    influence = kernel_self_influence(model, X, config.eta, config.steps, config.loss_scale)
     summary = {k: v for k, v in report.items() if k != "counts"}
     print(json.dumps(summary, indent=1))
     print("shatter curve (cap mass p: median g̃): " +
           ", ".join(f"{p:g}: {g:.3g}" for p, g in zip(curve["p"], curve["median_g"])))
-    write_json_atomic(js, {"activation_report": report, "shatter_curve": curve})
+    print(f"tangent-kernel self-influence of the labels: mean {influence.mean():.4f}, "
+          f"median {np.median(influence):.4f}")
+    write_json_atomic(js, {"activation_report": report, "shatter_curve": curve,
+                           "self_influence": influence.tolist()})
     plot_diagnose({config.family: report}, {config.family: curve}, png)
     print(f"-> {png}, {js}")
+    return 0
+
+
+def cmd_depth(args) -> int:
+    (path,) = output_paths(args, "depth.npy")
+    X = load_array(args.X, "--X", 2)
+    points = X if args.points is None else load_array(args.points, "--points", 2)
+    if points.shape[1] != X.shape[1]:
+        raise usage_error("--points", f"{X.shape[1]} columns as --X", f"shape {points.shape}")
+    depth, method = halfspace_depth(points, X, n_dirs=args.n_dirs, rng=args.seed, return_method=True)
+    with atomic_path(path) as tmp:
+        np.save(tmp, depth)
+    print(f"half-space depth of {points.shape[0]} points in {X.shape[0]} data points, d = {X.shape[1]} ({method}): "
+          f"min {depth.min():.4f}  median {np.median(depth):.4f}  max {depth.max():.4f}\n-> {path}")
     return 0
 
 
@@ -223,10 +312,20 @@ def build_parser() -> argparse.ArgumentParser:
     _config_args(p)
     p.set_defaults(handler=cmd_generate)
 
-    p = sub.add_parser("fit", aliases=["train"], parents=[common], help="one full-batch GD run; writes run.json")
+    p = sub.add_parser("fit", aliases=["train"], parents=[common],
+                       help="one full-batch GD run on a family or on --X/--y; writes run.json")
     _config_args(p)
     _train_args(p)
+    p.add_argument("--X", type=existing_file, default=None,
+                   help="your own inputs (n, d), .npy or .csv (replaces the family options)")
+    p.add_argument("--y", type=existing_file, default=None, help="your own targets (n,), .npy or .csv")
+    p.add_argument("--X-test", type=existing_file, default=None, help="optional test inputs beside --X")
+    p.add_argument("--y-test", type=existing_file, default=None, help="optional test targets beside --X")
     p.add_argument("--sharpness-every", type=int, default=500)
+    p.add_argument("--init-sharpness", type=float, default=0.0,
+                   help="scale the init down to λ_max <= this fraction of 2/η (0: torch default; 0.5 for wide nets)")
+    p.add_argument("--plateau-window", type=int, default=0,
+                   help="stop once the train MSE falls < 1%% over this many steps (0: run all --steps)")
     p.set_defaults(handler=cmd_fit)
 
     p = sub.add_parser("evaluate", aliases=["sharpness"], parents=[common],
@@ -240,6 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="activation report and shatter curve of a run; writes diagnose.json, diagnose.png")
     p.add_argument("--run", type=existing_file, required=True, help="run.json written by fit")
     p.set_defaults(handler=cmd_diagnose)
+
+    p = sub.add_parser("depth", parents=[common],
+                       help="half-space (Tukey) depth of points in your data; writes depth.npy")
+    p.add_argument("--X", type=existing_file, required=True, help="data (n, d), .npy or .csv")
+    p.add_argument("--points", type=existing_file, default=None, help="query points (q, d) (default: --X itself)")
+    p.add_argument("--n-dirs", type=int, default=2000, help="random directions when d > 2 (exact for d <= 2)")
+    p.set_defaults(handler=cmd_depth)
 
     for name, handler in (("sweep-alpha", cmd_sweep_alpha), ("sweep-intrinsic", cmd_sweep_intrinsic),
                           ("real-vs-gaussian", cmd_real_vs_gaussian)):

@@ -1,7 +1,8 @@
 """Experiments: one GD run on one data geometry (``RunConfig`` → ``run_experiment``), the sweeps of the paper
 (gap vs n across α; lines vs isotropic data across ambient d; digits vs Gaussian shell) and log-log slope fits.
 
-Gap = plain noisy test MSE − plain train MSE. The clean test MSE (excess risk) is reported beside it.
+Gap = clean test MSE + σ² − train MSE (plain MSEs): the expected noisy test MSE minus the train MSE, without the
+variance of fresh test-label noise (std ≈ 0.0055 at 2000 test points, σ = 0.5). The noisy version is ``gap_noisy``.
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import torch
 from ._checks import positive_int, real
 from .activations import activation_report
 from .data import ball_mixture, beta_radial, digits_dataset, gaussian_shell, make_targets, mnist_dataset
+from .memorisation import kernel_self_influence
 from .model import TwoLayerReLU, mse_loss
 from .regularity import beos_bound, weighted_path_norm
 from .sharpness import top_eigenpair
-from .training import train_gd
+from .training import stable_init, train_gd
 
-FAMILIES = ("beta", "mixture", "lines", "gaussian_shell", "digits", "mnist")
+FAMILIES = ("beta", "mixture", "lines", "gaussian_shell", "digits", "mnist", "user")
 REAL_SIZES = {"digits": 1797, "mnist": 60000}
 
 
@@ -29,9 +31,13 @@ REAL_SIZES = {"digits": 1797, "mnist": 60000}
 class RunConfig:
     """One GD run. ``family``: ``"beta"`` (uses ``alpha``; 0 = sphere), ``"mixture"`` (``m``, ``J``),
     ``"lines"`` (m = 1, ``J``), ``"gaussian_shell"``, ``"digits"`` (d = 64, n + n_test <= 1797) or ``"mnist"``
-    (d = 784, n + n_test <= 60000, read from the local data folder ``$ICLR26_DATA``).
+    (d = 784, n + n_test <= 60000, read from the local data folder ``$ICLR26_DATA``); ``"user"``: a user's own
+    arrays, passed to ``run_experiment`` as ``data`` (``make_data`` refuses it).
 
     ``sharpness_every = 0`` measures λ_max only at the end (``sharpness_iters`` power iterations).
+    ``init_sharpness > 0`` scales the initialisation down until λ_max ≤ ``init_sharpness · 2/η`` (``stable_init``);
+    0 keeps the torch default. ``plateau_window > 0`` stops GD once the train MSE plateaus (``train_gd``), with
+    ``steps`` as the cap.
     """
 
     family: str = "beta"
@@ -52,6 +58,9 @@ class RunConfig:
     log_every: int = 100
     init: str = "torch_default"
     loss_scale: float = 0.5
+    init_sharpness: float = 0.0
+    plateau_window: int = 0
+    plateau_tol: float = 0.01
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -62,6 +71,8 @@ class RunConfig:
         positive_int("steps", self.steps)
         real("eta", self.eta, positive=True)
         real("alpha", self.alpha, nonnegative=True)
+        if not 0 <= real("init_sharpness", self.init_sharpness) <= 1:
+            raise ValueError(f"init_sharpness: expected a fraction of 2/η in [0, 1], got {self.init_sharpness}")
         if self.family == "mixture" and not 1 <= self.m < self.d:
             raise ValueError(f"m: expected 1 <= m < d = {self.d}, got {self.m}")
         size = REAL_SIZES.get(self.family)
@@ -75,6 +86,8 @@ def make_data(config: RunConfig, device: str | torch.device = "cpu"):
     Returns:
         ``(X (n, d), y (n,), X_test (n_test, d), y_test (n_test,), y_test_clean (n_test,))`` float32 tensors.
     """
+    if config.family == "user":
+        raise ValueError("family: expected a family make_data can draw, got 'user' (pass the arrays as data=)")
     rng = np.random.default_rng(config.seed)
     total = config.n + config.n_test
     if config.family in REAL_SIZES:
@@ -96,27 +109,45 @@ def make_data(config: RunConfig, device: str | torch.device = "cpu"):
     return X[:n], y[:n], X[n:], y[n:], clean[n:]
 
 
-def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report: bool = False):
+def _last(values: list[float]) -> float:
+    return values[-1] if values else float("nan")
+
+
+def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report: bool = False, data=None):
     """Trains one network by full-batch GD and measures it.
+
+    Args:
+        config: the run; its data family is used unless ``data`` is given.
+        report: add the activation-report and memorisation numbers.
+        data: ``(X (n, d), y (n,), X_test (m, d) | None, y_test (m,) | None, y_test_clean (m,) | None)`` float32
+            tensors to train on instead (a user's own data; without clean test targets ``gap`` is NaN and only
+            ``gap_noisy`` is measured).
 
     Returns:
         ``(row, model, history)``; ``row`` holds the configuration and ``train_mse``, ``test_mse``,
-        ``test_mse_clean``, ``gap``, ``sharpness`` (final λ_max), ``two_over_eta``, ``sharpness_max`` (over the
-        tracked values), ``diverged``, ``path_norm``, ``beos_bound``, ``R``, ``seconds`` and, with ``report``,
-        the activation-report numbers (``n_shattering``, ``n_patterns``, ``sole_activator_fraction``, ``n_dead``).
+        ``test_mse_clean``, ``gap`` (clean test MSE + σ² − train MSE), ``gap_noisy`` (noisy test − train MSE),
+        ``sharpness`` (final λ_max), ``two_over_eta``, ``sharpness_max`` (over the tracked values),
+        ``diverged``, ``steps_run``, ``plateaued``, ``init_scale`` (the factor of ``stable_init``), ``dead_fraction``
+        (neurons active on no training point), ``path_norm``, ``beos_bound``, ``R``, ``seconds`` and, with
+        ``report``, ``n_shattering``, ``n_patterns``, ``sole_activator_fraction``, ``n_dead`` and
+        ``self_influence`` (``kernel_self_influence``).
     """
     start = time.perf_counter()
-    X, y, X_test, y_test, y_clean = make_data(config, device)
+    X, y, X_test, y_test, y_clean = make_data(config, device) if data is None else data
     gen = torch.Generator().manual_seed(config.seed)
     model = TwoLayerReLU(X.shape[1], config.width, init=config.init, generator=gen).to(device)
+    scale = (stable_init(model, X, y, config.eta, config.init_sharpness, config.loss_scale)
+             if config.init_sharpness > 0 else 1.0)
     hist = train_gd(model, X, y, config.eta, config.steps, X_test, y_test, y_clean, log_every=config.log_every,
                     sharpness_every=config.sharpness_every, sharpness_iters=config.sharpness_iters,
-                    loss_scale=config.loss_scale)
-    row = {**asdict(config), "two_over_eta": 2.0 / config.eta, "diverged": hist.diverged}
+                    loss_scale=config.loss_scale, plateau_window=config.plateau_window,
+                    plateau_tol=config.plateau_tol)
+    row = {**asdict(config), "n": X.shape[0], "d": X.shape[1], "two_over_eta": 2.0 / config.eta,
+           "diverged": hist.diverged, "steps_run": hist.steps[-1], "plateaued": hist.plateaued, "init_scale": scale}
+    nan = float("nan")
     if hist.diverged:
-        row.update(train_mse=float("nan"), test_mse=float("nan"), test_mse_clean=float("nan"), gap=float("nan"),
-                   sharpness=float("nan"), sharpness_max=float("nan"), path_norm=float("nan"),
-                   beos_bound=float("nan"), R=float("nan"))
+        row.update(train_mse=nan, test_mse=nan, test_mse_clean=nan, gap=nan, gap_noisy=nan, sharpness=nan,
+                   sharpness_max=nan, dead_fraction=nan, path_norm=nan, beos_bound=nan, R=nan)
     else:
         if hist.sharpness_steps and hist.sharpness_steps[-1] == hist.steps[-1]:
             lam = hist.sharpness[-1]
@@ -128,12 +159,17 @@ def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report
         R = float(X.norm(dim=1).max())
         with torch.no_grad():
             loss = float(mse_loss(model, X, y, config.loss_scale))
-        row.update(train_mse=hist.train_mse[-1], test_mse=hist.test_mse[-1], test_mse_clean=hist.test_mse_clean[-1],
-                   gap=hist.test_mse[-1] - hist.train_mse[-1], sharpness=lam, sharpness_max=max(hist.sharpness),
-                   path_norm=weighted_path_norm(model, X), beos_bound=beos_bound(config.eta, loss, R, X), R=R)
+            dead = float((model.preactivations(X) > 0).sum(0).eq(0).float().mean())
+        train, clean = hist.train_mse[-1], _last(hist.test_mse_clean)
+        row.update(train_mse=train, test_mse=_last(hist.test_mse), test_mse_clean=clean,
+                   gap=clean + config.noise**2 - train, gap_noisy=_last(hist.test_mse) - train, sharpness=lam,
+                   sharpness_max=max(hist.sharpness), dead_fraction=dead, path_norm=weighted_path_norm(model, X),
+                   beos_bound=beos_bound(config.eta, loss, R, X), R=R)
         if report:
             rep = activation_report(model, X)
             row.update({k: rep[k] for k in ("n_shattering", "n_patterns", "sole_activator_fraction", "n_dead")})
+            influence = kernel_self_influence(model, X, config.eta, max(hist.steps[-1], 1), config.loss_scale)
+            row["self_influence"] = float(influence.mean())
     row["seconds"] = time.perf_counter() - start
     return row, model, hist
 
