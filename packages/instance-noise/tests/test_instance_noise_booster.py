@@ -68,8 +68,18 @@ def test_uncorrected_booster_matches_histgradientboosting():
 
 @pytest.mark.parametrize("field, value, match", [("reg_lambda", -1.0, "reg_lambda"),
                                                  ("max_delta_step", 0.0, "max_delta_step"),
-                                                 ("stopping", "sideways", "stopping")])
+                                                 ("stopping", "sideways", "stopping"),
+                                                 ("stopping_cv", 1, "stopping_cv")])
 def test_booster_arguments_are_checked(field, value, match):
     X = np.random.default_rng(0).normal(size=(60, 2))
     with pytest.raises(ValueError, match=match):
         _booster(**{field: value}).fit(X, np.tile([0, 1], 30), rho=np.full(60, 0.1))
+
+
+def test_cross_fitted_stopping_refits_all_rows_for_the_best_mean_round():
+    b = data.linear_instance_noise(n=400, seed=3)
+    cv = _booster(mode="forward", n_estimators=30, stopping_cv=3).fit(b.X, b.y_noisy, rho=b.rho)
+    assert len(cv.validation_loss_) == 31 and 0 < cv.n_estimators_ == int(np.argmin(cv.validation_loss_))
+    refit = _booster(mode="forward", n_estimators=cv.n_estimators_).fit(b.X, b.y_noisy, rho=b.rho)
+    # the kept model is the booster grown on every row for that many rounds
+    assert np.allclose(cv.decision_function(b.X_test), refit.decision_function(b.X_test))

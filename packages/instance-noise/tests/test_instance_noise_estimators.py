@@ -166,3 +166,15 @@ def test_wine_is_binary_and_standardised():
     X, y = data.wine_binary()
     assert X.shape == (178, 13) and int(y.sum()) == 71
     np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-12)
+
+
+def test_default_posterior_model_is_early_stopped_and_closer_to_rho():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    b = data.linear_instance_noise(n=2000, seed=5)
+    assert estimate.posterior_model().early_stopping is True
+    stopped = estimate.rho_posterior(b.X, b.y_noisy, random_state=0)
+    fixed = estimate.rho_posterior(b.X, b.y_noisy, HistGradientBoostingClassifier(max_iter=200, random_state=0),
+                                   random_state=0)
+    # 200 fixed rounds fit the flipped labels, pushing rho^ towards 0 where the flips are
+    assert metrics.rho_mae(stopped, b.rho) < metrics.rho_mae(fixed, b.rho) - 0.003

@@ -35,11 +35,23 @@ def rho_from_posterior(p_noisy) -> np.ndarray:
     return np.minimum(p, 1.0 - p)
 
 
+def posterior_model(max_iter: int = 500, random_state=None) -> HistGradientBoostingClassifier:
+    """The default model of the noisy posterior: histogram gradient boosting early-stopped on the
+    log-loss of a 10 % hold-out of its training fold (at most ``max_iter`` rounds).
+
+    The stopping matters: the noisy posterior is flat at ``rho`` or ``1 - rho`` almost everywhere, and
+    a fixed 200 rounds fits the flipped labels themselves, pushing ``p~`` towards 0 or 1 and ``rho^``
+    towards 0 on the very instances that were flipped.
+    """
+    return HistGradientBoostingClassifier(max_iter=max_iter, early_stopping=True, random_state=random_state)
+
+
 def noisy_posterior(X, y_noisy, estimator=None, cv: int = 5, random_state=None) -> np.ndarray:
     """Out-of-fold ``P(y~ = 1 | x)`` ``(n,)`` from ``cv``-fold stratified cross-fitting of ``estimator``.
 
-    ``estimator``: any scikit-learn classifier with ``predict_proba``; default
-    ``HistGradientBoostingClassifier(max_iter=200)``. ``random_state``: int or None (fold shuffling).
+    ``estimator``: any scikit-learn classifier with ``predict_proba``; default ``posterior_model()``
+    (early-stopped gradient boosting). ``random_state``: int or None (fold shuffling and the default
+    model's hold-out).
 
     Raises:
         ValueError: ``cv < 2``, too few instances of a class for ``cv`` folds, bad ``X``/``y_noisy``.
@@ -52,7 +64,7 @@ def noisy_posterior(X, y_noisy, estimator=None, cv: int = 5, random_state=None) 
         raise ValueError(f"y_noisy: expected at least cv={cv} instances of each class, got counts "
                          f"{np.bincount(y, minlength=2).tolist()}")
     if estimator is None:
-        estimator = HistGradientBoostingClassifier(max_iter=200, random_state=random_state)
+        estimator = posterior_model(random_state=random_state)
     if not hasattr(estimator, "predict_proba"):
         raise TypeError(f"estimator: expected a classifier with predict_proba, got {type(estimator).__name__}")
     folds = StratifiedKFold(cv, shuffle=True, random_state=random_state)

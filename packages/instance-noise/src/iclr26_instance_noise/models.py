@@ -206,7 +206,10 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
     ``"forward"`` (default), the forward-corrected CE, i.e. the likelihood of the noisy labels
     under ``p~ = rho + (1 - 2 rho) p`` (bounded, a proper score of the noisy posterior), or
     ``"backward"``, the backward-corrected CE, unbiased for the clean risk but with targets up to
-    +-4.5 and a large variance on small splits. Without correction both are plain noisy CE.
+    +-4.5 and a large variance on small splits. Without correction both are plain noisy CE. With
+    ``stopping_cv`` (cross-fitted stopping) the round minimises the ``stopping`` loss averaged over
+    ``stopping_cv`` stratified folds, each held out from a booster grown on the others, and the
+    model is then refitted on all the data for that many rounds (``stopping_cv + 1`` boosters).
 
     Args:
         mode: ``"forward"`` (default: stable), ``"backward"`` or ``"none"``.
@@ -215,6 +218,7 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
         max_delta_step: largest absolute leaf value before the learning rate, > 0, or None (no limit).
         validation_fraction: held-out share for early stopping, or None for all rounds.
         stopping: the held-out loss that picks the round, ``"forward"`` or ``"backward"``.
+        stopping_cv: folds (>= 2) of cross-fitted stopping, or None (default: one hold-out).
         rho, rho_max, random_state: as ``CorrectedLogisticRegression``.
 
     Attributes:
@@ -224,7 +228,8 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
     def __init__(self, mode: str = "forward", n_estimators: int = 300, learning_rate: float = 0.05,
                  max_depth: int = 3, min_samples_leaf: int = 20, reg_lambda: float = 1.0,
                  max_delta_step: float | None = None, validation_fraction: float | None = 0.2,
-                 stopping: str = "forward", rho="posterior", rho_max: float = RHO_MAX, random_state=None):
+                 stopping: str = "forward", stopping_cv: int | None = None, rho="posterior",
+                 rho_max: float = RHO_MAX, random_state=None):
         self.mode = mode
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -234,6 +239,7 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
         self.max_delta_step = max_delta_step
         self.validation_fraction = validation_fraction
         self.stopping = stopping
+        self.stopping_cv = stopping_cv
         self.rho = rho
         self.rho_max = rho_max
         self.random_state = random_state
@@ -250,20 +256,38 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
             raise ValueError(f"max_delta_step: expected a number > 0 or None, got {self.max_delta_step!r}")
         if self.stopping not in ("forward", "backward"):
             raise ValueError(f"stopping: expected 'forward' or 'backward', got {self.stopping!r}")
-        stopping = self.stopping
+        cv = self.stopping_cv
+        if cv is not None and (isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2):
+            raise ValueError(f"stopping_cv: expected an integer number of folds >= 2 or None, got {cv!r}")
         X, y, r, mode = self._fit_inputs(X, y_noisy, rho)
-        if self.validation_fraction is None:
-            train, val = np.arange(len(y)), np.arange(0)
+        everything, none = np.arange(len(y)), np.arange(0)
+        if cv is not None:  # the mean held-out loss over the folds picks the round; then a refit on all rows
+            folds = StratifiedKFold(int(cv), shuffle=True, random_state=self.random_state).split(X, y)
+            val_loss = sum(len(val) * self._boost(X, y, r, mode, train, val, self.n_estimators)[2]
+                           for train, val in folds) / len(y)
+            best = int(np.argmin(val_loss))
+            self.init_, trees, _ = self._boost(X, y, r, mode, everything, none, best)
         else:
-            train, val = _split(y, self.validation_fraction, self.random_state)
+            train, val = ((everything, none) if self.validation_fraction is None
+                          else _split(y, self.validation_fraction, self.random_state))
+            self.init_, trees, val_loss = self._boost(X, y, r, mode, train, val, self.n_estimators)
+            best = int(np.argmin(val_loss)) if len(val) else len(trees)
+        self.validation_loss_ = np.asarray(val_loss)
+        self.estimators_, self.n_estimators_ = trees[:best], best
+        self.classes_, self.n_features_in_ = np.array([0, 1]), X.shape[1]
+        return self
+
+    def _boost(self, X, y, r, mode, train, val, rounds):
+        """``rounds`` rounds on the instances ``train``; returns the initial logit, the trees and the
+        ``stopping`` loss on the instances ``val`` after each round, ``(rounds + 1,)`` (empty without ``val``)."""
         target = np.clip(backward_target(y[train], r[train]).mean(), 1e-3, 1 - 1e-3)
-        self.init_ = float(np.log(target / (1.0 - target)))
-        f_train, f_val = np.full(len(train), self.init_), np.full(len(val), self.init_)
-        val_loss = [corrected_ce(f_val, y[val], r[val], stopping)] if len(val) else []
+        init = float(np.log(target / (1.0 - target)))
+        f_train, f_val = np.full(len(train), init), np.full(len(val), init)
+        val_loss = [corrected_ce(f_val, y[val], r[val], self.stopping)] if len(val) else []
         rng = np.random.default_rng(self.random_state)
         X_train, X_val = (np.ascontiguousarray(X[i], dtype=np.float32) for i in (train, val))  # the trees' dtype
         trees = []
-        for _ in range(self.n_estimators):
+        for _ in range(rounds):
             g, h = raw_grad_hess(f_train, y[train], r[train], mode)
             h = np.maximum(h, 1e-12)
             tree = DecisionTreeRegressor(max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
@@ -274,12 +298,8 @@ class CorrectedGradientBoosting(_CorrectedClassifier):
             f_train = np.clip(f_train + self.learning_rate * step, -LOGIT_CLIP, LOGIT_CLIP)
             if len(val):
                 f_val = np.clip(f_val + self.learning_rate * tree.tree_.predict(X_val)[:, 0], -LOGIT_CLIP, LOGIT_CLIP)
-                val_loss.append(corrected_ce(f_val, y[val], r[val], stopping))
-        best = int(np.argmin(val_loss)) if len(val) else len(trees)
-        self.validation_loss_ = np.asarray(val_loss)
-        self.estimators_, self.n_estimators_ = trees[:best], best
-        self.classes_, self.n_features_in_ = np.array([0, 1]), X.shape[1]
-        return self
+                val_loss.append(corrected_ce(f_val, y[val], r[val], self.stopping))
+        return init, trees, np.asarray(val_loss)
 
     def decision_function(self, X) -> np.ndarray:
         """Logits ``(n,)`` (clipped to +-20 after every round, as in training)."""
