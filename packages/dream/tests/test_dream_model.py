@@ -52,10 +52,19 @@ def test_ablations_run(data, kwargs):
         assert np.allclose(model.gate_values_, 1.0)
 
 
+def test_fusion_lr_moves_the_gate(data):
+    """The gate and view-weight nets get their own learning rate; at the joint lr the gate hardly leaves 0.5."""
+    Xs, _ = data
+    departure = [np.abs(DREAM(4, random_state=0, fusion_lr=rate, **TINY).fit(Xs).gate_values_.mean(0) - 0.5).max()
+                 for rate in (None, 1e-1)]
+    assert departure[1] > departure[0] + 0.02
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_clusters": 1}, "n_clusters"), ({"n_clusters": 80}, "n_clusters"), ({"k_neighbors": 80}, "k_neighbors"),
     ({"tau": 0.0}, "tau"), ({"margin": -1.0}, "margin"), ({"lr": 0}, "lr"), ({"fusion": "max"}, "fusion"),
     ({"use_semantic": False, "use_structure": False}, "use_semantic"), ({"graph_weighting": "bce"}, "graph_weighting"),
+    ({"fusion_lr": 0.0}, "fusion_lr"),
 ])
 def test_bad_hyperparameters(data, kwargs, match):
     Xs, _ = data

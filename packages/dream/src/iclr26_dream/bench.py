@@ -5,7 +5,7 @@ Every DREAM variant and baseline runs in the same benchmark on the same data and
 (``derive_seeds(seed, k)``); DREAM-vs-baseline claims are paired over those seeds. Each fit runs in its
 own process (two in parallel; joblib splits the threads) on the CPU, in-process on CUDA. Claims are
 computed from the measured numbers. Scales: ``smoke`` (300-sample subsets, tiny networks, 2 + 3 epochs,
-2 seeds, in-process, only the central claim), ``quick`` (UCI3 / synthetic, 3 seeds, 25 + 8 epochs),
+2 seeds, in-process, only the central claim), ``quick`` (UCI3 / synthetic, 3 seeds, 40 + 12 epochs),
 ``full`` (HW first seed, UCI3 5 seeds, the semantic and fusion ablations on the first 3 seeds, the other
 two on the first, 50 + 30 epochs; criterion 5's seed spread on UCI3), ``paper`` (paper-size MLPs,
 200 + 300 epochs, HW and UCI3 with 5 seeds each, plus ALOI100 when ``$ICLR26_DATA/dream/aloi100.mat``
@@ -178,7 +178,7 @@ N_SEEDS = {"smoke": 2, "quick": 3, "full": 5, "paper": 5}
 # to fit the time budgets, paper keeps the spec's.
 SCHEDULE = {"smoke": {"pretrain_epochs": 2, "epochs": 3, "latent_dim": 16, "hidden_dims": (32,), "gcn_hidden": 32,
                       "n_triplets": 256},
-            "quick": {"pretrain_epochs": 25, "epochs": 8},
+            "quick": {"pretrain_epochs": 40, "epochs": 12},
             "full": {"pretrain_epochs": 50, "epochs": 30},
             "paper": {"pretrain_epochs": 200, "epochs": 300, "hidden_dims": (500, 500, 2000), "latent_dim": 128}}
 
