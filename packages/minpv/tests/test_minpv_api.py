@@ -105,6 +105,20 @@ def test_bad_input():
         make_path("ot")
     with pytest.raises(ValueError, match="ema_decay"):
         TimeScoreDRE(**TINY, ema_decay=1.0).fit(X)
+    with pytest.raises(ValueError, match="architecture"):
+        TimeScoreDRE(**TINY, architecture="resnet").fit(X)
+
+
+@pytest.mark.parametrize("architecture", ["concat_squash", "concat"])
+def test_time_score_net_architectures(architecture):
+    torch.manual_seed(0)
+    net = TimeScoreNet(3, (8, 8), architecture)
+    x = torch.randn(5, 3)
+    out = net(x, torch.full((5, 1), 0.2))
+    assert out.shape == (5, 1)
+    assert not torch.allclose(out, net(x, torch.full((5, 1), 0.8)))  # the output depends on t
+    layer = net.layers[0] if architecture == "concat_squash" else net.net[0]
+    assert layer.linear.in_features == 3 if architecture == "concat_squash" else layer.in_features == 4
 
 
 def test_estimate_mi_and_baselines_run():

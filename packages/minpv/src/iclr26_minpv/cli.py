@@ -29,6 +29,7 @@ from iclr26_shared.cli import (
 from .bench import MINPV
 from .data import gaussian_mi_joint, gaussian_mi_task
 from .estimators import TimeScoreDRE
+from .network import ARCHITECTURES
 from .paths import PATHS, make_path
 from .variance import fit_path_variance, path_variance_objective
 
@@ -37,7 +38,10 @@ def _fit_options(p: argparse.ArgumentParser, steps: int) -> None:
     p.add_argument("--path", choices=sorted(PATHS), default="minpv", help="interpolation path (default: minpv)")
     p.add_argument("--steps", type=int, default=steps, help=f"training steps (default: {steps})")
     p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--hidden", type=int, nargs="+", default=[128, 128, 128], help="MLP widths (default: 128 128 128)")
+    p.add_argument("--hidden", type=int, nargs="+", default=[128, 128, 128],
+                   help="hidden widths of the time-score net (default: 128 128 128)")
+    p.add_argument("--architecture", choices=ARCHITECTURES, default="concat_squash",
+                   help="time-score net: OpenDRE's concat_squash (default) or a concat MLP")
 
 
 def _load_samples(option: str, path: pathlib.Path) -> np.ndarray:
@@ -61,7 +65,7 @@ def cmd_evaluate(args) -> int:
     evaluation, _, true_mi = gaussian_mi_task(args.d, args.n_eval, seed=10_000 + args.seed)
     start = time.perf_counter()
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
-                         standardize=False, seed=args.seed, device=args.device)
+                         architecture=args.architecture, standardize=False, seed=args.seed, device=args.device)
     model.fit(lambda n, rng: gaussian_mi_joint(n, args.d, rng), progress=_step_bar(args))
     estimate = model.kl_divergence(evaluation)
     seconds = time.perf_counter() - start
@@ -82,7 +86,8 @@ def cmd_fit(args) -> int:
     den = _load_samples("--den", args.den) if args.den else None
     points = _load_samples("--eval", args.eval) if args.eval else num
     model = TimeScoreDRE(path=args.path, hidden=tuple(args.hidden), steps=args.steps, batch_size=args.batch_size,
-                         seed=args.seed, device=args.device).fit(num, den, progress=_step_bar(args))
+                         architecture=args.architecture, seed=args.seed, device=args.device)
+    model.fit(num, den, progress=_step_bar(args))
     log_r = model.log_ratio(points)
     with atomic_path(target) as tmp:
         with open(tmp, "wb") as f:

@@ -16,7 +16,7 @@ import torch
 from iclr26_shared.device import resolve_device
 from torch import Tensor, nn
 
-from .network import TimeScoreNet
+from .network import ARCHITECTURES, TimeScoreNet
 from .paths import InterpolantPath, check_eps, make_path
 from .quadrature import integrate_time_score
 from .validation import check_positive_int, check_samples
@@ -109,7 +109,9 @@ class TimeScoreDRE:
     Args:
         path: ``"minpv"`` (learned Kumaraswamy-mixture path), ``"linear"``, ``"trig"``, ``"vp"``,
             ``"cosine"``, or an ``InterpolantPath`` instance (copied).
-        hidden: hidden widths of the MLP on ``[x, t]``.
+        hidden: hidden widths of the time-score network.
+        architecture: ``"concat_squash"`` (OpenDRE's time-gated layers, LeakyReLU) or ``"concat"`` (SiLU MLP
+            on ``[x, t]``); see ``TimeScoreNet``.
         steps, batch_size, lr: Adam training budget (gradient norm clipped to ``grad_clip``).
         path_mode: ``"joint"`` (path trained with the network) or ``"pretrain"`` (path fitted first on the
             closed-form ``V̄`` for 2,000 steps from ``d`` and ``m₂``, then frozen). Only for learnable paths.
@@ -139,7 +141,7 @@ class TimeScoreDRE:
                  steps: int = 5000, batch_size: int = 1024, lr: float = 1e-3, path_mode: str = "joint",
                  weighting: str = "inverse_variance", quad_points: int = 100, eps: float = 1e-5,
                  standardize: bool = True, seed: int = 0, device: str = "cpu", grad_clip: float = 1.0,
-                 ema_decay: float = 0.999):
+                 ema_decay: float = 0.999, architecture: str = "concat_squash"):
         self.path = path
         self.hidden = hidden
         self.steps = steps
@@ -154,6 +156,7 @@ class TimeScoreDRE:
         self.device = device
         self.grad_clip = grad_clip
         self.ema_decay = ema_decay
+        self.architecture = architecture
 
     def _check_params(self) -> None:
         check_positive_int("steps", self.steps)
@@ -171,6 +174,8 @@ class TimeScoreDRE:
             raise ValueError(f"lr, grad_clip: expected positive numbers, got {self.lr}, {self.grad_clip}")
         if not 0.0 <= self.ema_decay < 1.0:
             raise ValueError(f"ema_decay: expected a number in [0, 1), got {self.ema_decay!r}")
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture: expected one of {ARCHITECTURES}, got {self.architecture!r}")
 
     def _new_path(self) -> InterpolantPath:
         if isinstance(self.path, InterpolantPath):
@@ -240,7 +245,7 @@ class TimeScoreDRE:
         rng = np.random.default_rng(seed)
         gen = torch.Generator(device=device).manual_seed(seed)
         d = self.n_features_in_
-        net = TimeScoreNet(d, self.hidden).to(device)
+        net = TimeScoreNet(d, self.hidden, self.architecture).to(device)
         path = self._new_path().to(device)
         learn_path = any(p.requires_grad for p in path.parameters())
         mean = torch.as_tensor(self.mean_, dtype=torch.float32, device=device)

@@ -55,9 +55,9 @@ class Config:
 CONFIGS = {
     "smoke": Config(splits=(0,), paired_seeds=1, endpoint_arms=False, epochs=3, overhead_blocks=4,
                     overhead_steps=10, loss_only_steps=200, n_jobs=1),
-    "quick": Config(splits=tuple(range(5)), paired_seeds=3, endpoint_arms=False, epochs=60,
+    "quick": Config(splits=tuple(range(5)), paired_seeds=5, endpoint_arms=False, epochs=60,
                     overhead_blocks=40, overhead_steps=50, loss_only_steps=2000, n_jobs=2),
-    "full": Config(splits=tuple(range(5)), paired_seeds=5, endpoint_arms=True, epochs=60,
+    "full": Config(splits=tuple(range(5)), paired_seeds=10, endpoint_arms=True, epochs=60,
                    overhead_blocks=40, overhead_steps=50, loss_only_steps=10000, n_jobs=2),
     "paper": Config(splits=tuple(range(5)), paired_seeds=3, endpoint_arms=False, epochs=600,
                     overhead_blocks=40, overhead_steps=50, loss_only_steps=10000, n_jobs=1),
