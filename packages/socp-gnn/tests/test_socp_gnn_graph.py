@@ -84,7 +84,7 @@ def test_flat_mlp_reads_the_instance_densely():
     lb, ub = P.bounds()
     var = np.stack([P.c, np.where(np.isfinite(lb), lb, 0), np.where(np.isfinite(ub), ub, 0),
                     np.isfinite(lb), np.isfinite(ub)], 1)
-    lin = np.zeros((P.q, 4))
+    lin = np.zeros((P.q, 5))  # graph features, then the load z-score column (zero without per-variable scaling)
     lin[:, 0] = P.h
     lin[np.arange(P.q), [1, 2, 3]] = 1
     expected = np.concatenate([var.ravel(), np.vstack(P.A).ravel(), np.concatenate(P.b), np.vstack(P.f).ravel(),

@@ -88,7 +88,9 @@ def inference_timing(model, items, device="cpu") -> dict[str, float]:
 def _train_eval(kind, task, train, test, cfg, seed, device, scaling="pooled"):
     torch.manual_seed(seed)
     hidden = cfg["hidden"] if kind.startswith("gnn") else cfg["mlp_hidden"]
-    model = build_model(kind, task, hidden=hidden, layers=cfg["layers"], example=train[0][0])
+    # one fixed grid layout (per-variable scaling): residual GNN layers, see SOCPGNN
+    model = build_model(kind, task, hidden=hidden, layers=cfg["layers"], example=train[0][0],
+                        residual=scaling == "variable")
     hist = fit(model, train, epochs=cfg["epochs"], batch_size=cfg["batch"], seed=seed, device=device,
                scaling=scaling)
     metrics = evaluate(model, test, device=device)

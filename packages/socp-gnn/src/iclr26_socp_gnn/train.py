@@ -74,10 +74,12 @@ def set_scaling(model, data: list, scaling: str = "pooled") -> None:
     ``data``: ``HeteroData`` graphs from ``graphs`` (labels attached). ``'pooled'``: every node feature column
     standardised over all nodes of its type (a column of one value is only centred), every edge weight divided
     by its edge type's RMS, targets by one mean and one std (equivariant; any instance size). ``'variable'``
-    (instances of one layout, e.g. a power grid under load changes): in addition the load feature ``h_r`` of
-    each linear row and, for the solution task, each variable's target are standardised with their own mean
-    and std across the training instances; stds below ``TARGET_STD_FLOOR`` times their RMS (variables the
-    instances never move, such as a generator at its limit, or buses without load) are raised to that floor.
+    (instances of one layout, e.g. a power grid under load changes): in addition the load ``h_r`` of each
+    linear row gets its own z-score across the training instances (stds below ``TARGET_STD_FLOOR`` times
+    their RMS, buses without load, are raised to that floor), and for the solution task each variable's
+    target is centred on its own training mean and divided by one common scale, the RMS of the per-variable
+    stds. One common scale makes the training loss proportional to the reported error Σ‖x̂ − x*‖² /
+    Σ‖x* − mean‖²; a std per variable would weight a variable that barely moves as much as the dispatch.
 
     Raises:
         ValueError: unknown ``scaling``; ``'variable'`` with instances of different sizes.
@@ -110,7 +112,8 @@ def set_scaling(model, data: list, scaling: str = "pooled") -> None:
         return
     if scaling == "variable" and task == "solution":
         ys = torch.stack([_targets(d, task) for d in data]).to(dtype)
-        model.y_mean, model.y_std = ys.mean(0), _floored_std(ys.std(0, correction=0))
+        spread = float(torch.sqrt(torch.mean(ys.var(0, correction=0))))
+        model.y_mean, model.y_std = ys.mean(0), torch.full_like(ys[0], spread if spread > 0 else 1.0)
     else:
         ys = torch.cat([_targets(d, task).reshape(-1) for d in data]).to(dtype)
         std = float(ys.std())
