@@ -62,6 +62,7 @@ def test_bench_smoke_schema(tmp_path):
                 "rows", "claims", "figures"):
         assert key in d
     assert {r["method"] for r in d["rows"]} == {"smsn", "concat"}
+    assert all(r["seg_loss_100pct"] > 0 and r["seg_loss_10pct"] >= r["seg_loss_100pct"] for r in d["rows"])
     names = {c["name"] for c in d["claims"]}
     assert "mask_no_leakage" in names
     assert {n.rsplit("_", 1)[1] for n in names if n.startswith("smsn_vs_")} == {"overall", "hard"}

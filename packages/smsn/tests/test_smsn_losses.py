@@ -71,3 +71,16 @@ def test_dice_ce_lower_for_correct_prediction():
     good = torch.nn.functional.one_hot(target, 4).movedim(-1, 1).float() * 10
     assert dice_ce_loss(good, target) < dice_ce_loss(-good, target)
     assert dice_ce_loss(good, target).item() < 0.05
+
+
+@pytest.mark.parametrize("widths", [(8, 16, 32), (16, 32, 64, 128)])
+def test_orthogonality_term_at_most_tenth_of_segmentation_at_init(widths):
+    """Issue 38: λ_o·L_o ≤ 0.1·L_seg for a freshly initialised SMSN (the unnormalised form was 3.5x L_seg)."""
+    from iclr26_smsn import SMSN, SMSNLoss, make_phantom
+    from iclr26_smsn.data import labels_to_classes
+
+    torch.manual_seed(0)
+    ph = make_phantom(8, 32, seed=5)
+    out = SMSN(widths=widths).train()(torch.as_tensor(ph.images), torch.ones(8, 4, dtype=torch.bool))
+    _, terms = SMSNLoss()(out, labels_to_classes(torch.as_tensor(ph.labels)))
+    assert SMSNLoss().lambda_o * terms["orth"] <= 0.1 * terms["seg"], terms
