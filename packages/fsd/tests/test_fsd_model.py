@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 from iclr26_fsd import DirectActionPolicy, FSDTiny, TableTop2D, UnknownObjectError, evaluate
+from iclr26_fsd.env import TASKS
 from iclr26_fsd.evaluate import DirectOracle
 from iclr26_fsd.tokens import EOS, PAD, Vocab, aids_automaton, tokens_to_aids
 
@@ -140,3 +141,60 @@ def test_patch_code_and_coordinate_readout_name_the_same_pixels():
     moved = net.logits(h2, axis) - net.logits(h, axis) - (net.head(net.ln_f(h2)) - net.head(net.ln_f(h)))
     assert torch.allclose(moved[[0, 2], lo:lo + 64], torch.zeros(2, 64), atol=1e-4)
     assert not torch.allclose(moved[1, lo:lo + 64], torch.zeros(64), atol=1e-2)
+
+
+def test_x_readout_of_a_copied_patch_code_ignores_the_patch_row():
+    """A state that copies a patch token's code [code(x); code(y)] gives x logits that depend on its column only
+    (the old shared readout [code(k); code(k)] added code(y) . code(k) to every x logit)."""
+    model = FSDTiny(seed=0, d_model=48, n_layers=1, n_heads=4, d_mlp=32)
+    net, lo = model.net, model.vocab.stoi["<c0>"]
+    codes = net.vis_code[0].reshape(8, 8, 48)  # (row, column, d)
+    head = net.head(net.ln_f(codes))
+    x_read = (net.logits(codes, torch.zeros(8, 8, dtype=torch.long)) - head)[..., lo:lo + 64]
+    y_read = (net.logits(codes, torch.ones(8, 8, dtype=torch.long)) - head)[..., lo:lo + 64]
+    for col in range(8):
+        assert torch.allclose(x_read[:, col], x_read[0, col].expand(8, -1), atol=1e-5)  # same column, any row
+        assert int(x_read[0, col].argmax()) in (8 * col + 3, 8 * col + 4)
+    for row in range(8):
+        assert torch.allclose(y_read[row], y_read[row, 0].expand(8, -1), atol=1e-5)  # same row, any column
+        assert int(y_read[row, 0].argmax()) in (8 * row + 3, 8 * row + 4)
+
+
+def test_untrained_greedy_decoding_never_inverts_a_box(env):
+    from iclr26_fsd.tokens import grounding_automaton
+
+    images = np.random.default_rng(1).integers(0, 256, (64, 64, 64, 3), dtype=np.uint8)
+    for seed in range(3):
+        model = FSDTiny(seed=seed, **SMALL)
+        for aids in model.predict(images, env.instructions[:64]):
+            for box in (aids.box, *(b for _, b in aids.refs)):
+                assert box[0] <= box[2] and box[1] <= box[3], box
+        boxes = model.ground(images, ["red square"] * 64)
+        assert np.all(boxes[:, 2] >= boxes[:, 0]) and np.all(boxes[:, 3] >= boxes[:, 1])
+    auto = grounding_automaton(model.vocab)
+    ids = model.vocab.encode(["<ref>", "red", "square", "</ref>", "<box>", "<c9>", "<c5>", "<c8>", "<c7>", "</box>",
+                              EOS])
+    assert auto.first_illegal(ids) == 7  # x2 = 8 < x1 = 9: the token the decoder would have masked
+    ids[7] = model.vocab.stoi["<c9>"]
+    assert auto.first_illegal(ids) is None
+
+
+def test_curriculum_is_a_training_option(env):
+    from iclr26_fsd.env import CURRICULA, curriculum_stages
+
+    ends, weights = curriculum_stages("staged", TASKS)
+    assert ends[-1] == pytest.approx(1.0) and weights[0, TASKS.index("level0")] > 0.5  # single-object grounding
+    assert weights[0, TASKS.index("level3")] == 0 and weights[-1, TASKS.index("level3")] > 0.5
+    ends, weights = curriculum_stages("mixture", TASKS)
+    assert ends.tolist() == [1.0] and weights[0, TASKS.index("level0")] == 0
+    assert set(CURRICULA) == {"staged", "mixture"}
+    staged = FSDTiny(seed=3, **SMALL).fit(env, steps=4, batch_size=8)["loss"]
+    mixed = FSDTiny(seed=3, **SMALL).fit(env, steps=4, batch_size=8, curriculum="mixture")["loss"]
+    assert staged != mixed  # different tasks drawn from the same scenes
+    only_grounding = FSDTiny(seed=3, **SMALL).fit(env, steps=4, batch_size=8, curriculum=[(1.0, {"level0": 1})])
+    assert len(only_grounding["loss"]) == 4
+    for bad, match in (("bogus", "one of"), ([(0.5, {"level0": 1})], "sum"), ([(1.0, {"level9": 1})], "level9"),
+                       ([(1.0, {"consistency": 1})], "some weight")):
+        model = FSDTiny(seed=3, self_consistency=False, **SMALL)
+        with pytest.raises(ValueError, match=match):
+            model.fit(env, steps=2, batch_size=4, curriculum=bad)

@@ -44,6 +44,7 @@ class Config:
     gate_quality: bool = True
     ablations: bool = False
     seeds: int = 5
+    curriculum: str = "staged"  # FSDTiny's schedule, env.CURRICULA: "staged" (grounding first) or "mixture"
 
 
 CONFIGS = {
@@ -102,7 +103,7 @@ def _fit_pair(cfg: Config, seed: int, device: str, train: TableTop2D):
     """FSDTiny and the direct-action policy trained on the same scenes: ``(fsd, fsd_hist, direct, direct_hist)``."""
     kw = _model_kwargs(cfg, seed, device)
     fsd = FSDTiny(coord_bins=cfg.coord_bins, **kw)
-    fsd_hist = fsd.fit(train, steps=cfg.steps, batch_size=cfg.batch_size)
+    fsd_hist = fsd.fit(train, steps=cfg.steps, batch_size=cfg.batch_size, curriculum=cfg.curriculum)
     direct = DirectActionPolicy(**kw)
     direct_hist = direct.fit(train, steps=cfg.steps, batch_size=cfg.batch_size)
     return fsd, fsd_hist, direct, direct_hist
@@ -221,7 +222,7 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     if cfg.ablations:
         for name, flags in (("nocot", dict(cot=False)), ("nosc", dict(self_consistency=False))):
             abl = FSDTiny(coord_bins=cfg.coord_bins, **flags, **kw)
-            abl.fit(train, steps=cfg.steps, batch_size=cfg.batch_size)
+            abl.fit(train, steps=cfg.steps, batch_size=cfg.batch_size, curriculum=cfg.curriculum)
             r = evaluate(abl, comp, "default")
             rows.append({"method": f"FSDTiny-{name} [comp, default arm]", "success": r["success_rate"],
                          "point_accuracy": r["point_accuracy"], "trace_rmse": r["trace_rmse"]})

@@ -16,6 +16,7 @@ from iclr26_shared.cli import (
     Parser,
     add_bench_command,
     common_options,
+    existing_dir,
     existing_file,
     one_line,
     output_paths,
@@ -29,7 +30,8 @@ from iclr26_shared.device import resolve_device
 from .arm import Arm
 from .baseline import DirectActionPolicy
 from .bench import FSD_BENCHMARK
-from .env import SPLITS, TableTop2D
+from .data import UserData, load_jsonl, read_image
+from .env import CURRICULA, SPLITS, TableTop2D
 from .evaluate import evaluate, load_policy
 from .grammar import serialize, to_pixels
 from .model import FSDTiny
@@ -42,12 +44,13 @@ def _device(args) -> str:
     return str(resolve_device(args.device))
 
 
-def _policy(args):
-    """The policy in ``--model`` (loaded with ``weights_only=True``); errors name ``--model``."""
+def _policy(args, path: pathlib.Path | None = None, option: str = "--model"):
+    """The policy in ``path`` (default ``--model``; loaded with ``weights_only=True``); errors name ``option``."""
+    path = args.model if path is None else path
     try:
-        return load_policy(args.model, _device(args))
-    except Exception as err:
-        raise usage_error("--model", "a model.pt written by `iclr26-fsd fit`", f"{args.model.name} ({one_line(err)})"
+        return load_policy(path, _device(args))
+    except Exception as err:  # torch.load raises many kinds for a file that is not a model
+        raise usage_error(option, "a model.pt written by `iclr26-fsd fit`", f"{path.name} ({one_line(err)})"
                           ) from err
 
 
@@ -65,18 +68,59 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _model_name(model) -> str:
+    """The ``--model`` choice a loaded policy is."""
+    if model.kind == "direct":
+        return "direct"
+    return "fsd-nocot" if not model.cot else "fsd-nosc" if not model.self_consistency else "fsd"
+
+
+def _records(args, size: int) -> UserData:
+    """The records of ``--data`` (images under ``--image-root``, default the file's folder); errors name ``--data``."""
+    try:
+        return load_jsonl(args.data, args.image_root, size=size)
+    except (OSError, ValueError) as err:
+        raise usage_error("--data", "a JSON-lines file of records (image, instruction, box, points, trace)",
+                          one_line(err)) from err
+
+
 def cmd_fit(args) -> int:
     (out,) = output_paths(args, "model.pt")
-    env = TableTop2D("train", args.n_train, args.seed, image_size=args.image_size)
-    kw = dict(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads, d_mlp=args.d_mlp,
-              image_size=args.image_size, seed=args.seed, device=_device(args))
-    flags = MODELS[args.model]
-    model = DirectActionPolicy(**kw) if flags is None else FSDTiny(**flags, **kw)
-    print(f"{args.model}: {model.n_parameters} parameters, {len(env)} training scenes, {args.steps} steps")
-    hist = model.fit(env, steps=args.steps, batch_size=args.batch_size, lr=args.lr, log_every=100,
+    if args.data is not None and args.model == "direct":
+        raise usage_error("--model", "fsd, fsd-nocot or fsd-nosc with --data (records hold visual aids, not the "
+                          "joint waypoints the direct policy learns)", "direct")
+    if args.init is not None:
+        model = _policy(args, args.init, "--init")
+        if _model_name(model) != args.model:
+            raise usage_error("--init", f"a {args.model} model (--model) to continue training",
+                              f"{args.init.name}, a {_model_name(model)} model")
+    else:
+        kw = dict(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads, d_mlp=args.d_mlp,
+                  image_size=args.image_size, seed=args.seed, device=_device(args))
+        flags = MODELS[args.model]
+        model = DirectActionPolicy(**kw) if flags is None else FSDTiny(**flags, **kw)
+    size = model.config.image_size
+    if args.data is not None:
+        data = _records(args, size)
+        try:
+            model.check_records(data)
+        except ValueError as err:
+            raise usage_error("--data", "records this model can learn", one_line(err)) from err
+        source, extra = f"{len(data)} records from {args.data.name}", {}
+    else:
+        data = TableTop2D("train", args.n_train, args.seed, image_size=size)
+        source, extra = f"{len(data)} training scenes", ({} if args.model == "direct" else
+                                                         {"curriculum": args.curriculum})
+    print(f"{args.model}: {model.n_parameters} parameters, {source}, {args.steps} steps"
+          + (f" (from {args.init.name})" if args.init else ""))
+    if isinstance(data, UserData):
+        print(f"loss on the records before: {model.loss(data):.4f}")
+    hist = model.fit(data, steps=args.steps, batch_size=args.batch_size, lr=args.lr, log_every=100,
                      progress=lambda it: progress(it, total=args.steps, desc="train", quiet=args.quiet),
-                     callback=lambda step, loss: print(f"step {step}: loss {loss:.4f}"))
+                     callback=lambda step, loss: print(f"step {step}: loss {loss:.4f}"), **extra)
     print(f"{hist['seconds'][-1]:.1f}s ({hist['seconds'][-1] / args.steps:.3f}s per step)")
+    if isinstance(data, UserData):
+        print(f"loss on the records after: {model.loss(data):.4f}")
     model.save(out)
     print(f"model -> {out}")
     return 0
@@ -84,20 +128,10 @@ def cmd_fit(args) -> int:
 
 def _read_image(path: pathlib.Path) -> np.ndarray:
     """An (H, W, 3) uint8 image from ``--image``; errors name ``--image``."""
-    import matplotlib.image
-
     try:
-        img = np.asarray(matplotlib.image.imread(path))
-    except Exception as err:
+        return read_image(path)
+    except (OSError, ValueError) as err:
         raise usage_error("--image", "a PNG image", f"{path.name} ({one_line(err)})") from err
-    if img.ndim not in (2, 3) or img.size == 0:
-        raise usage_error("--image", "a PNG image", f"{path.name} (an array of shape {img.shape})")
-    if img.ndim == 2:
-        img = np.repeat(img[..., None], 3, -1)
-    img = img[..., :3]
-    if img.dtype != np.uint8:
-        img = np.clip(np.rint(img * 255), 0, 255).astype(np.uint8)
-    return img
 
 
 def cmd_predict(args) -> int:
@@ -180,6 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--n-train", type=positive_int, default=6000, help="training scenes generated from --seed")
+    p.add_argument("--data", type=existing_file, default=None, metavar="FILE.jsonl",
+                   help="train on your own records instead of generated scenes (JSON lines: image, instruction, "
+                        "box, points, trace[, refs, relations]; see iclr26_fsd.load_jsonl)")
+    p.add_argument("--image-root", type=existing_dir, default=None,
+                   help="folder the records' image paths are relative to (default: the folder of --data)")
+    p.add_argument("--init", type=existing_file, default=None,
+                   help="a model.pt to continue from (fine-tuning; its sizes replace --d-model etc.)")
+    p.add_argument("--curriculum", choices=sorted(CURRICULA), default="staged",
+                   help="schedule on generated scenes: staged (single-object grounding first) or mixture")
     p.add_argument("--d-model", type=positive_int, default=96)
     p.add_argument("--n-layers", type=positive_int, default=3)
     p.add_argument("--n-heads", type=positive_int, default=4)

@@ -46,6 +46,40 @@ CURRICULUM = (
 """FSD's staged, weak-to-strong data as a schedule: (fraction of the steps, task weights). Single-object
 grounding first, then multi-object grounding and relations, then the full mixture with SrCoT + visual aids
 (points and traces); point reading (``consistency``) throughout."""
+CURRICULA = {"staged": CURRICULUM, "mixture": ((1.0, MIXTURE),)}
+"""Named schedules for ``FSDTiny.fit(curriculum=...)``: ``staged`` (the default) or the single-stage ``mixture``
+(the spec's original mixing ratios from the first step, no single-object stage)."""
+
+
+def curriculum_stages(curriculum, tasks: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Stage ends (fractions of the steps, cumulative) and per-stage weights over ``tasks`` (stages, len(tasks)).
+
+    ``curriculum``: a name of ``CURRICULA`` or a sequence of ``(fraction, {task: weight})`` stages whose
+    fractions are positive and sum to 1 (tasks left out weigh 0).
+
+    Raises:
+        ValueError: an unknown name or task, fractions that do not sum to 1, or a stage with no weight on ``tasks``.
+    """
+    if isinstance(curriculum, str):
+        if curriculum not in CURRICULA:
+            raise ValueError(f"curriculum: expected one of {sorted(CURRICULA)} or (fraction, weights) stages, "
+                             f"got {curriculum!r}")
+        curriculum = CURRICULA[curriculum]
+    try:
+        stages = [(float(f), dict(w)) for f, w in curriculum]
+    except (TypeError, ValueError):
+        raise ValueError(f"curriculum: expected (fraction, {{task: weight}}) stages, got {curriculum!r}") from None
+    fractions = np.array([f for f, _ in stages])
+    if not stages or np.any(fractions <= 0) or abs(fractions.sum() - 1.0) > 1e-9:
+        raise ValueError(f"curriculum: expected stage fractions > 0 summing to 1, got {fractions.tolist()}")
+    unknown = sorted({t for _, w in stages for t in w} - set(TASKS))
+    if unknown:
+        raise ValueError(f"curriculum: expected tasks among {TASKS}, got {unknown}")
+    weights = np.array([[float(w.get(t, 0.0)) for t in tasks] for _, w in stages])
+    if np.any(weights < 0) or np.any(weights.sum(1) <= 0):
+        raise ValueError(f"curriculum: expected non-negative weights and some weight on {tasks} in every stage, "
+                         f"got {weights.tolist()}")
+    return np.cumsum(fractions), weights
 
 
 @dataclass

@@ -17,17 +17,20 @@ import numpy as np
 import torch
 from iclr26_shared.bench import atomic_path
 
-from .env import CURRICULUM, TASKS, TableTop2D, referring_prompt
-from .grammar import ParseError, VisualAids
+from .data import UserData
+from .env import TASKS, TableTop2D, curriculum_stages, referring_prompt
+from .grammar import TRACE_LENGTH, ParseError, VisualAids
 from .network import NetConfig, PrefixLM
 from .scene import parse_instruction
 from .tokens import (
     BOS,
     EOS,
+    N_POINTS,
     PAD,
     Automaton,
     Vocab,
     aids_automaton,
+    aids_to_tokens,
     bin_value,
     grounding_automaton,
     referring_automaton,
@@ -246,22 +249,82 @@ class FSDTiny(TokenPolicy):
     def tasks(self) -> tuple[str, ...]:
         return TASKS if self.self_consistency else tuple(t for t in TASKS if t != "consistency")
 
-    def fit(self, env: TableTop2D, steps: int = 1200, batch_size: int = 32, lr: float = 1e-3,
-            weight_decay: float = 0.05, log_every: int = 100, progress=None, callback=None) -> dict:
-        """Trains on ``env`` (a train split) for ``steps`` optimisation steps; returns the history.
+    def fit(self, data: TableTop2D | UserData, steps: int = 1200, batch_size: int = 32, lr: float = 1e-3,
+            weight_decay: float = 0.05, log_every: int = 100, progress=None, callback=None,
+            curriculum="staged") -> dict:
+        """Trains (or, called again, fine-tunes) on ``data`` for ``steps`` optimisation steps; returns the history.
+
+        Args:
+            data: a ``TableTop2D`` train split (the staged task mixture) or ``UserData`` from ``load_jsonl``
+                (your own records: each step draws records uniformly; the target is the record's SrCoT, when
+                ``cot``, and its box, affordance points and trace, checked first by ``check_records``).
+            curriculum: for a ``TableTop2D``: ``"staged"`` (``env.CURRICULUM``: single-object grounding first,
+                then multi-object grounding and relations, then SrCoT + visual aids), ``"mixture"`` (the spec's
+                single-stage mixing from the first step) or custom ``(fraction, {task: weight})`` stages.
 
         History: ``{"loss": [per step], "seconds": [cumulative]}``; ``callback(step, mean_loss)`` every ``log_every``.
         """
-        self._check_env(env)
-        ends = np.cumsum([f for f, _ in CURRICULUM]) * steps
-        weights = [[w[t] for t in self.tasks] for _, w in CURRICULUM]
+        if isinstance(data, UserData):
+            images, prompts, targets = self.check_records(data)
+
+            def sample(n, rng, step):
+                idx = rng.integers(len(targets), size=n)
+                return images[idx], [prompts[i] for i in idx], [targets[i] for i in idx]
+
+            return self._train(sample, steps, batch_size, lr, weight_decay, log_every, progress, callback)
+        self._check_env(data)
+        ends, weights = curriculum_stages(curriculum, self.tasks)
+        ends = ends * steps
 
         def sample(n, rng, step):
             stage = min(int(np.searchsorted(ends, step, side="right")), len(ends) - 1)
-            b = env.sample_tasks(n, self.tasks, weights[stage], cot=self.cot, vocab=self.vocab, rng=rng)
+            b = data.sample_tasks(n, self.tasks, weights[stage], cot=self.cot, vocab=self.vocab, rng=rng)
             return b.images, b.prompts, b.targets
 
         return self._train(sample, steps, batch_size, lr, weight_decay, log_every, progress, callback)
+
+    def check_records(self, data: UserData) -> tuple[np.ndarray, list[list[str]], list[list[str]]]:
+        """Images (N, S, S, 3), prompts and target tokens of user records, each checked against what this model
+        reads (template instructions) and writes (the decoding grammar: with ``cot`` 1-2 ``refs`` and at most
+        one relation, then a box with x1 <= x2 and y1 <= y2, 3 affordance points and 8 trace points).
+
+        Raises:
+            ValueError: the first record that does not fit (its line in the file and the reason).
+        """
+        if not isinstance(data, UserData):
+            raise TypeError(f"data: expected UserData (load_jsonl) or a TableTop2D, got {type(data).__name__}")
+        images = check_images(data.images, self.config.image_size)
+        prompts, targets = [], []
+        for text, aid, line in zip(data.instructions, data.aids, data.lines, strict=True):
+            try:
+                prompts.append(parse_instruction(text).text.split())
+                toks = aids_to_tokens(aid, self.vocab, self.cot)
+                bad = self.automaton.first_illegal(self.vocab.encode([*toks, EOS]))
+            except ValueError as err:  # UnknownObjectError is a ValueError
+                raise ValueError(f"records: line {line}: {err}") from None
+            if bad is not None:
+                got = toks[bad] if bad < len(toks) else "the end"
+                raise ValueError(
+                    f"records: line {line}: expected {'1-2 refs, at most 1 relation, then ' if self.cot else ''}"
+                    f"a box with x1 <= x2 and y1 <= y2, {N_POINTS} affordance points and {TRACE_LENGTH} trace "
+                    f"points, got {got!r} at output token {bad}"
+                    + ("; records without refs need a model without SrCoT (fsd-nocot)"
+                       if self.cot and not aid.refs else ""))
+            targets.append(toks)
+        return images, prompts, targets
+
+    @torch.no_grad()
+    def loss(self, data: UserData, batch_size: int = 256) -> float:
+        """Mean teacher-forced cross-entropy per output token (``<eos>`` included) on user records."""
+        images, prompts, targets = self.check_records(data)
+        self.net.eval()
+        total, count = 0.0, 0
+        for lo in range(0, len(targets), batch_size):
+            chunk = targets[lo:lo + batch_size]
+            n = sum(len(t) + 1 for t in chunk)
+            total += float(self._loss(images[lo:lo + batch_size], prompts[lo:lo + batch_size], chunk)) * n
+            count += n
+        return total / count
 
     def predict_tokens(self, images, instructions: Sequence[str], temperature: float = 0.0,
                        constrained: bool = True, generator: torch.Generator | None = None) -> list[list[str]]:

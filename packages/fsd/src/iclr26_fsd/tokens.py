@@ -182,6 +182,16 @@ class Automaton:
     max_length: int
     ordered: np.ndarray
 
+    def first_illegal(self, ids: list[int]) -> int | None:
+        """Index of the first token id the decoder could not emit (``len(ids)`` if the sequence stops early;
+        None when ``ids`` is a complete legal output, ``<eos>`` included). Mirrors the decoder's masks."""
+        state = 0
+        for i, t in enumerate(ids):
+            if not self.allowed[state, t] or (self.ordered[state] and i >= 2 and t < ids[i - 2]):
+                return i
+            state = self.step[state, t]
+        return None if state == self.final else len(ids)
+
 
 class _Builder:
     def __init__(self, vocab: Vocab):
