@@ -19,7 +19,7 @@ def _rows(sw2: dict[str, list[float]], seeds: list[int]) -> list[dict]:
                          "violation_rate": 0.3 * (m == "PlainFM"), "max_violation": 0.0,
                          "boundary_atoms": 0.3 * (m == "ProjectedFM"),
                          "sw2": sw2.get(m, [0.1] * len(seeds))[i], "timing_seconds": 1.0, "outside_iterates": 5,
-                         "nll_common": -1.0, "nll_nonfinite": 0, "nll_points": 100})
+                         "nll_common": -1.0, "nll_nonfinite": 0, "nll_points": 100, "near_boundary": 0.3})
         rows.append({"method": "GFM(reflect)", "target": "lshape-star", "seed": s, "violation_rate": 0.0,
                      "max_violation": 0.0})
     return rows

@@ -171,6 +171,24 @@ def test_mmd_equals_the_unbiased_formula():
     assert abs(got - want) < 1e-12 and want > 0
 
 
+def test_near_boundary_fraction_on_a_box_and_bad_input():
+    from iclr26_gfm import Box, near_boundary_fraction
+
+    box = Box([0.0, 0.0], [2.0, 1.0])
+    # distances to the nearest face: 0.005, 0.02, 0.009 (the top face), 0.5
+    X = torch.tensor([[0.005, 0.5], [1.0, 0.02], [1.5, 0.991], [1.0, 0.5]], dtype=torch.float64)
+    assert near_boundary_fraction(box, X) == 0.5
+    assert near_boundary_fraction(box, X, dist=0.03) == 0.75
+    # uniform on the box: the share within 0.01 of a face is 1 - (1.98 * 0.98) / 2 = 0.0298
+    g = torch.Generator().manual_seed(0)
+    U = torch.rand(200_000, 2, generator=g, dtype=torch.float64) * torch.tensor([2.0, 1.0])
+    assert abs(near_boundary_fraction(box, U) - 0.0298) < 0.002
+    with pytest.raises(TypeError, match="Polytope"):
+        near_boundary_fraction(Ball([0.0, 0.0], 1.0), X)
+    with pytest.raises(ValueError, match="dist"):
+        near_boundary_fraction(box, X, dist=0.0)
+
+
 def test_ot_pairing_is_the_optimal_matching():
     import itertools
 

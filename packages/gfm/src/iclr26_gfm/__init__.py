@@ -8,7 +8,14 @@ from importlib.metadata import version as _version
 from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM
 from .data import TARGETS, constraint_set, load_csv, load_npz, make_target, sample_target
 from .gauge import GaugeMap, ball_boundary_step, uniform_ball
-from .metrics import boundary_atom_fraction, max_violation, mmd_rbf, sliced_wasserstein, violation_rate
+from .metrics import (
+    boundary_atom_fraction,
+    max_violation,
+    mmd_rbf,
+    near_boundary_fraction,
+    sliced_wasserstein,
+    violation_rate,
+)
 from .model import GaugeFlowMatching, VelocityMLP
 from .projection import project
 from .sets import (
@@ -31,6 +38,6 @@ __all__ = [
     "Ball", "Box", "ConvexSet", "Ellipsoid", "FunctionalSet", "GaugeFlowMatching", "GaugeMap", "Intersection",
     "MirrorFM", "PlainFM", "Polytope", "ProjectedFM", "RejectionFM", "ReflectedFM", "SphericalCap", "StarUnion",
     "TARGETS", "VelocityMLP", "ball_boundary_step", "boundary_atom_fraction", "chebyshev_center", "constraint_set",
-    "load_csv", "load_npz", "make_target", "max_violation", "mmd_rbf", "project", "sample_target",
-    "set_from_spec", "sliced_wasserstein", "uniform_ball", "violation_rate",
+    "load_csv", "load_npz", "make_target", "max_violation", "mmd_rbf", "near_boundary_fraction", "project",
+    "sample_target", "set_from_spec", "sliced_wasserstein", "uniform_ball", "violation_rate",
 ]

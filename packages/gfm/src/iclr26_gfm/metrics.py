@@ -1,4 +1,5 @@
-"""Feasibility and distribution metrics: violation rate, boundary atoms, sliced Wasserstein-2, RBF MMD."""
+"""Feasibility and distribution metrics: violation rate, boundary atoms, mass near the faces, sliced Wasserstein-2,
+RBF MMD."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from .model import check_data
-from .sets import ConvexSet
+from .sets import ConvexSet, Polytope
 
 Tensor = torch.Tensor
 
@@ -25,6 +26,22 @@ def boundary_atom_fraction(C: ConvexSet, X, tol: float = 1e-6) -> float:
     """Share of rows with ``γ_C(x − x_c) > 1 − tol``: mass piled on (or beyond) the boundary."""
     X64 = check_data(X, C.dim)
     return float((C.gauge(X64 - C.center) > 1 - tol).double().mean())
+
+
+def near_boundary_fraction(C: Polytope, X, dist: float = 0.01) -> float:
+    """Share of rows of ``X`` ``(n, d)`` within Euclidean distance ``dist`` of a face of the polytope ``C``
+    (``min_i (b_i − a_iᵀx)/‖a_i‖ < dist``): how much mass a model puts near the boundary (issue 33).
+
+    Raises:
+        TypeError: ``C`` is not a ``Polytope``. ValueError: ``dist`` is not positive.
+    """
+    if not isinstance(C, Polytope):
+        raise TypeError(f"C: expected a Polytope (distance to its faces), got {type(C).__name__}")
+    if not dist > 0:
+        raise ValueError(f"dist: expected a positive distance, got {dist!r}")
+    X64 = check_data(X, C.dim)
+    slack = (C.b - X64 @ C.A.T) / torch.linalg.norm(C.A, dim=1)
+    return float((slack.min(dim=1).values < dist).double().mean())
 
 
 def sliced_wasserstein(X, Y, n_projections: int = 512, seed: int = 0) -> float:
