@@ -56,9 +56,7 @@ def test_each_convention_is_judged_on_its_own_models():
 def _full_claims(stod_at_pgd, direct_at_pgd):
     """``full``'s claims on planted rows: plain and AT models on every seed, two radii, rate encoding."""
     rows = (_rows([0.60] * 3, [0.55] * 3) + _rows(stod_at_pgd, direct_at_pgd, at=True)
-            + _rows([0.5] * 3, [0.5] * 3, prefix="sibling:"))
-    for r in rows:
-        r["fgsm@0.05"], r["pgd7@0.05"] = r["fgsm@0.1"], r["pgd7@0.1"]
+            + _rows([0.5] * 3, [0.5] * 3, prefix="sibling:") + _rows(direct_at_pgd, stod_at_pgd, True, "sibling:"))
     rows += [{**r, "method": "rate", "clean": 0.93} for r in rows if r["method"] == "direct" and r["seed"] == 0]
     return {c.name: c for c in _claims("full", CONFIGS["full"], rows, SEEDS, {})}
 
@@ -69,3 +67,18 @@ def test_adversarial_claims_are_paired_over_the_same_seeds():
     assert claims["adversarial_training_works"].per_seed["values"] == pytest.approx([0.15, 0.17, 0.14])
     swapped = _full_claims([0.70, 0.72, 0.69], [0.80, 0.81, 0.79])
     assert not swapped["stod_at_beats_direct_at"].holds and not swapped["stod_at_not_catastrophic"].holds
+    # the sibling convention's AT models are judged on their own rows (planted the other way round)
+    assert not claims["stod_at_beats_direct_at_sibling"].holds and swapped["stod_at_beats_direct_at_sibling"].holds
+
+
+def test_stod_must_lower_the_direct_gtc_by_a_tenth_under_the_sibling_convention():
+    def gtc_claim(kept_gtc):
+        rows = _rows([0.5] * 3, [0.5] * 3) + _rows([0.5] * 3, [0.5] * 3, prefix="sibling:")
+        for r in rows:
+            if r["method"] == "sibling:stod_kept":
+                r["gtc_input"] = kept_gtc[r["seed"]]  # sibling:direct has GTC 0.95
+        return _claim(_claims("quick", CONFIGS["quick"], rows, SEEDS, {}), "stod_lowers_gtc_sibling")
+
+    c = gtc_claim([0.80, 0.81, 0.79])
+    assert c.holds and c.per_seed["values"] == pytest.approx([0.15, 0.14, 0.16])
+    assert not gtc_claim([0.90, 0.91, 0.89]).holds  # lower, but by less than 0.1
