@@ -106,3 +106,35 @@ def test_fused_model_equals_the_reference_model(kwargs):
 def test_normalise_needs_a_complex_input():
     with pytest.raises(ValueError, match="normalise"):
         cosmo_rc_layer(torch.zeros(3), None, torch.tensor(1.0), torch.tensor(1.0), normalise=True)
+
+
+def paper_formula(z, T, C, beta):
+    """ψ(z) = (1/T) sinc(z/T) cos(πβz/T) / (1 − (2βz/T)²) · e^{j2πCz} with torch's complex128 operations."""
+    u = z / T
+    h = torch.sin(torch.pi * u) / (torch.pi * u) * torch.cos(torch.pi * beta * u) / (1 - (2 * beta * u) ** 2) / T
+    return h * torch.exp(2j * torch.pi * C * z)
+
+
+@pytest.mark.parametrize("beta", [0.5, 0.3])
+@pytest.mark.parametrize("normalise", [False, True])
+def test_fused_layer_equals_the_paper_s_complex_formula_to_1e10(beta, normalise):
+    # values and the gradients of a real loss (input, T, C), against plain complex128 autograd of the
+    # quotient form, at points away from the removable singularities (where the quotient is 0/0)
+    gen = torch.Generator().manual_seed(2)
+    T0 = 1.3
+    re, im = torch.randn(400, generator=gen, dtype=F64) * 2, torch.randn(400, generator=gen, dtype=F64) * 0.3
+    u = torch.complex(re, im) / T0
+    keep = ((u.abs() > 0.05) & ((2 * beta * u).abs() - 1).abs().gt(0.05)).nonzero().ravel()
+    re, im = re[keep].requires_grad_(), im[keep].requires_grad_()
+    T = torch.tensor(T0, dtype=F64, requires_grad=True)
+    C = torch.tensor(0.8, dtype=F64, requires_grad=True)
+    fused = torch.complex(*cosmo_rc_layer(re, im, T, C, beta, normalise))
+    z = torch.complex(re, im)
+    z = z / z.abs() if normalise else z
+    psi = paper_formula(z, T, C, beta)
+    psi = psi / psi.abs() if normalise else psi
+    torch.testing.assert_close(fused, psi, atol=1e-10, rtol=1e-10)
+    w = torch.randn(2, len(re), generator=gen, dtype=F64)
+    grads = [torch.autograd.grad((out.real * w[0] + out.imag * w[1]).sum(), (re, im, T, C)) for out in (fused, psi)]
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)

@@ -64,3 +64,11 @@ def test_default_degree_does_not_alias_sin_90u():
     adaptive = harmonic_profile(lambda u: torch.sin(90 * u), 1.0, 32)
     assert abs(adaptive.e_odd - exact) <= 1e-6 and adaptive.e_even <= 1e-20
     assert abs(harmonic_profile(lambda u: torch.sin(90 * u), 1.0, 32, degree=64).e_odd - exact) > 0.05
+
+
+@pytest.mark.parametrize("name", ["sin", "tanh", "gauss", "finer", "rc", "cosmo_rc"])
+def test_default_degree_energies_equal_the_highest_degree_to_1e6(name):
+    # the benchmark's activations at amplitude 3 (sin is sin(90u)): no aliasing at the chosen degree
+    fn = named_activation(name)
+    adaptive, finest = harmonic_profile(fn, 3.0, 32), harmonic_profile(fn, 3.0, 32, degree=1 << 14)
+    assert abs(adaptive.e_even - finest.e_even) <= 1e-6 and abs(adaptive.e_odd - finest.e_odd) <= 1e-6

@@ -91,3 +91,21 @@ def test_unknown_dtype_is_refused():
 
     with pytest.raises(ValueError, match="dtype"):
         fit_image(np.zeros((4, 4)), "siren", iters=1, hidden_features=4, dtype="float16")
+
+
+@pytest.mark.parametrize("task,kwargs", [("denoise", {}), ("sr", {"factor": 2, "eval_every": 5})])
+def test_selection_final_uses_no_ground_truth_and_oracle_is_labelled(task, kwargs):
+    from iclr26_cosmo_inr.tasks import denoise_image
+
+    fn = denoise_image if task == "denoise" else super_resolve
+    img = load_image("astronaut", size=16)
+    runs = {sel: fn(img, "siren", iters=30, hidden_features=16, hidden_layers=1, selection=sel, **kwargs)
+            for sel in ("final", "oracle")}
+    final, oracle = runs["final"], runs["oracle"]
+    assert final.extra["selection"] == "final" and oracle.extra["selection"] == "oracle"
+    # final: the last model's reconstruction, scored (not chosen) on the clean image
+    assert final.psnr == pytest.approx(psnr(final.reconstruction, img), abs=1e-4)
+    assert final.extra["oracle_best_psnr"] == pytest.approx(oracle.psnr, abs=1e-9)  # same seed, same run
+    assert oracle.psnr == pytest.approx(psnr(oracle.reconstruction, img), abs=1e-4)
+    with pytest.raises(ValueError, match="selection"):
+        fn(img, "siren", iters=1, hidden_features=4, hidden_layers=1, selection="best", **kwargs)

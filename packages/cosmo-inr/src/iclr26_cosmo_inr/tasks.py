@@ -222,10 +222,36 @@ def _pixels(x: np.ndarray, device, dtype=torch.float32) -> Tensor:
     return torch.as_tensor(x.reshape(x.shape[0] * x.shape[1], -1), device=device, dtype=dtype)
 
 
-def _finish(name: str, model, fit: FitResult, clean: np.ndarray, recon: Tensor, extra=None) -> TaskResult:
+def _finish(name: str, model, fit: FitResult, clean: np.ndarray, recon: Tensor, extra=None,
+            value: float | None = None) -> TaskResult:
     rec = recon.detach().cpu().numpy().reshape(clean.shape).astype(np.float32)
-    return TaskResult(name, fit.best_psnr, ssim(rec, clean), n_real_parameters(model), fit.seconds, rec, fit,
-                      extra or {})
+    return TaskResult(name, fit.best_psnr if value is None else value, ssim(rec, clean), n_real_parameters(model),
+                      fit.seconds, rec, fit, extra or {})
+
+
+SELECTIONS = ("final", "oracle")
+
+
+def _check_selection(selection: str) -> str:
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection: expected one of {SELECTIONS}, got {selection!r}")
+    return selection
+
+
+def _selected(selection: str, model: nn.Module, fit: FitResult, coords: Tensor, truth: Tensor,
+              oracle_out: Tensor) -> tuple[float, Tensor, dict]:
+    """(PSNR, ``(N, C)`` output, extra) of the reconstruction chosen without (``"final"``) or with
+    (``"oracle"``) the ground truth ``truth``.
+
+    ``"final"``: the model after the last step, chosen without looking at ``truth`` (which only scores it);
+    the oracle's best is kept in ``extra["oracle_best_psnr"]``. ``"oracle"``: the iterate with the best
+    PSNR against ``truth`` (the official scripts' early stopping, which needs the clean image).
+    """
+    if selection == "oracle":
+        return fit.best_psnr, oracle_out, {"selection": "oracle"}
+    with torch.no_grad():
+        out = model(coords)
+    return psnr(out, truth), out, {"selection": "final", "oracle_best_psnr": fit.best_psnr}
 
 
 def fit_image(image, model_name: str = "cosmo_rc", *, size=None, gray: bool = False, iters: int = 500,
@@ -254,8 +280,17 @@ def fit_image(image, model_name: str = "cosmo_rc", *, size=None, gray: bool = Fa
 
 def denoise_image(image, model_name: str = "cosmo_rc", *, tau: float = 40.0, readout: float = 2.0, size=None,
                   gray: bool = False, iters: int = 500, lr: float | None = None, device="cpu", dtype="float32",
-                  seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
-    """Denoising: fit the photon-noisy image (min–max normalised); PSNR against the clean image."""
+                  seed: int = 0, progress=None, selection: str = "final", **model_kwargs) -> TaskResult:
+    """Denoising: fit the photon-noisy image (min–max normalised); PSNR against the clean image.
+
+    ``selection="final"`` (default) reports the model after ``iters`` steps, chosen without the clean
+    image; ``"oracle"`` reports the best iterate scored on the clean image (the official script's early
+    stopping). Either way ``extra["selection"]`` names it.
+
+    Raises:
+        ValueError: unknown ``selection``.
+    """
+    _check_selection(selection)
     clean = _image(image, size, gray)
     noisy = min_max(photon_noise(clean, tau, readout, np.random.default_rng(seed)))
     torch.manual_seed(seed)
@@ -265,8 +300,9 @@ def denoise_image(image, model_name: str = "cosmo_rc", *, tau: float = 40.0, rea
                         **model_kwargs)
     fit = fit_signal(model, coords, _pixels(noisy, **place), iters=iters, lr=lr or default_lr(model_name),
                      reference=_pixels(clean, **place), seed=seed, progress=progress)
-    recon = fit.best_output if fit.best_output is not None else _pixels(noisy, **place)
-    return _finish(model_name, model, fit, clean, recon, {"noisy_psnr": psnr(noisy, clean)})
+    oracle_out = fit.best_output if fit.best_output is not None else _pixels(noisy, **place)
+    value, recon, chosen = _selected(selection, model, fit, coords, _pixels(clean, **place), oracle_out)
+    return _finish(model_name, model, fit, clean, recon, {"noisy_psnr": psnr(noisy, clean), **chosen}, value)
 
 
 def _lr_coords(h: int, w: int, factor: int, device, dtype=torch.float32) -> Tensor:
@@ -295,8 +331,11 @@ def _tracker(coords: Tensor, values: Tensor) -> tuple[Callable[[nn.Module], floa
 
 def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=None, gray: bool = False,
                   iters: int = 500, lr: float | None = None, eval_every: int = 10, device="cpu", dtype="float32",
-                  seed: int = 0, progress=None, **model_kwargs) -> TaskResult:
+                  seed: int = 0, progress=None, selection: str = "final", **model_kwargs) -> TaskResult:
     """Super-resolution: train on the area-downsampled (×``factor``) image, evaluate on the HR grid.
+
+    ``selection``: ``"final"`` (default, the model after ``iters`` steps) or ``"oracle"`` (the best iterate
+    scored on the HR image), as in ``denoise_image``.
 
     Raises:
         ValueError: ``factor`` not an integer >= 1, or larger than the image.
@@ -304,6 +343,7 @@ def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=
     if isinstance(factor, bool) or int(factor) != factor or factor < 1:
         raise ValueError(f"factor: expected an integer >= 1, got {factor!r}")
     factor = int(factor)
+    _check_selection(selection)
     from skimage.transform import downscale_local_mean
 
     hr = _image(image, size, gray)
@@ -320,7 +360,8 @@ def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=
     fit = fit_signal(model, _lr_coords(h, w, factor, **place), _pixels(lr_img, **place), iters=iters,
                      lr=lr or default_lr(model_name), eval_fn=evaluate, eval_every=eval_every, seed=seed,
                      progress=progress)
-    return _finish(model_name, model, fit, hr, best["out"], {"factor": factor})
+    value, recon, chosen = _selected(selection, model, fit, hr_coords, hr_values, best["out"])
+    return _finish(model_name, model, fit, hr, recon, {"factor": factor, **chosen}, value)
 
 
 def inpaint(image, model_name: str = "cosmo_rc", *, keep: float = 0.2, batch: int = 8192, size=None,
