@@ -69,3 +69,18 @@ def test_quick_ablations_check_structure_without_training(tmp_path):
     result = ABLATIONS.run(scale="quick", device="cpu", seed=0, out_dir=tmp_path)
     assert {c.name for c in result.claims} == {"structure_params_flops", "function_preservation", "sepnorm_overhead"}
     assert all(c.holds for c in result.claims) and result.rows == []
+
+
+@pytest.mark.parametrize("base_miou, holds", [(0.40, True), (0.30, False)])
+def test_full_scale_dense_claim_pairs_base_with_random_init(base_miou, holds):
+    rnd = [0.20, 0.22, 0.21]
+    per_seed = [{"base": {"miou": base_miou + 0.01 * i, "cls_acc": 0.8}, "spec": {"miou": base_miou, "cls_acc": 0.8},
+                 "random_init": {"miou": r, "cls_acc": 0.3}} for i, r in enumerate(rnd)]
+    rows = {"random_init": {"miou": 0.21, "cls_acc": 0.3},
+            "base": {"cls_patch_pre": 0.5, "cls_patch_post": 0.1, "patch_patch_post": 0.4}}
+    claims = {c.name: c for c in _main_claims("full", rows, per_seed, [0, 1, 2], {
+        "base_params": 307_392, "extra_params": 25_728, "param_ratio": 0.0837, "flops_base": 1, "flops_spec": 1,
+        "flops_base_48px": 2, "flops_spec_48px": 2, "from_base_max_abs_diff": 0.0})}
+    dense = claims["dense_features_learnt"]
+    assert dense.holds is holds
+    assert dense.per_seed["values"] == pytest.approx([100 * (base_miou + 0.01 * i - r) for i, r in enumerate(rnd)])

@@ -17,8 +17,11 @@ with DistributedContext("cpu") as dist:
     torch.manual_seed(0)
     data = shapes_seg_splits({"pretrain": 48}, seed=0)["pretrain"]
     result = pretrain(SpecViT(**vit_cpu_config()), data, steps=3, batch_size=9, seed=0, dist=dist)
+    torch.manual_seed(0)
+    ibot = pretrain(SpecViT(**vit_cpu_config()), data, steps=3, batch_size=9, seed=0, dist=dist, objective="cls+ibot")
     if dist.is_main:
         (log / "history.json").write_text(json.dumps(result.history))
+        (log / "ibot_history.json").write_text(json.dumps(ibot.history))
     code = main(["fit", "--steps", "3", "--batch-size", "9", "--n-images", "48", "--device", "cpu", "--quiet",
                  "--out", str(out)])
 raise SystemExit(code)
@@ -29,10 +32,11 @@ raise SystemExit(code)
 def test_pretrain_on_two_ranks_matches_one_process_and_only_rank0_writes(tmp_path):
     one, two = one_and_two_ranks(tmp_path, BODY)
     assert_only_rank0_wrote(one, two, ["model.pt"])
-    h1, h2 = one.logs["history.json"], two.logs["history.json"]
-    assert len(h1) == len(h2) == 3
-    for a, b in zip(h1, h2, strict=True):
-        assert b == pytest.approx(a, rel=1e-5, abs=1e-6)  # loss, CE and MSE of each step's global batch
+    for name in ("history.json", "ibot_history.json"):  # the iBOT teacher's centre is that of the global batch
+        h1, h2 = one.logs[name], two.logs[name]
+        assert len(h1) == len(h2) == 3
+        for a, b in zip(h1, h2, strict=True):
+            assert b == pytest.approx(a, rel=1e-5, abs=1e-6)  # loss, CE and MSE / iBOT of each step's global batch
     w1, w2 = (torch.load(d.out / "model.pt", weights_only=True)["state_dict"] for d in (one, two))
     for k in w1:
         a, b = w1[k], w2[k]

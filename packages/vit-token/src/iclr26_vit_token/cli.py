@@ -33,7 +33,7 @@ from .analysis import token_cosine_stats
 from .bench import ABLATIONS, BENCHMARK
 from .data import N_SEG_CLASSES, load_seg_split, shapes_seg_splits
 from .model import BASE, SEPNORM, SpecViT, count_flops, vit_base_config, vit_cpu_config, vit_small_config
-from .pretrain import OBJECTIVES, pretrain
+from .pretrain import OBJECTIVES, PIXEL_TARGETS, pretrain
 from .probe import linear_probe_cls, linear_probe_seg
 
 PRESETS = {"vit-b": vit_base_config, "vit-s": vit_small_config, "cpu": vit_cpu_config}
@@ -83,10 +83,12 @@ def cmd_fit(args) -> int:
                 print(f"step {step + 1:>5}/{args.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in parts.items()))
 
         pretrain(model, data, steps=args.steps, objective=args.objective, batch_size=args.batch_size, lr=args.lr,
-                 seed=args.seed, callback=None if args.quiet or not dist.is_main else log, dist=dist,
+                 seed=args.seed, mask_ratio=args.mask_ratio, pixel_target=args.pixel_target,
+                 callback=None if args.quiet or not dist.is_main else log, dist=dist,
                  progress=functools.partial(progress, desc="steps", quiet=args.quiet or not dist.is_main))
         ckpt = {"arch": model.arch, "spec": model.spec, "state_dict": model.state_dict(), "variant": args.variant,
-                "objective": args.objective, "steps": args.steps, "seed": args.seed}
+                "objective": args.objective, "steps": args.steps, "seed": args.seed,
+                "mask_ratio": args.mask_ratio, "pixel_target": args.pixel_target}
         if dist.save(ckpt, out) is not None:
             print(f"checkpoint -> {out}")
     return 0
@@ -139,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="pretrain a CPU-preset model on ShapesSeg; writes model.pt")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="spec")
     p.add_argument("--objective", choices=OBJECTIVES, default="cls+masked_patch")
+    p.add_argument("--pixel-target", choices=PIXEL_TARGETS, default="raw")
+    p.add_argument("--mask-ratio", type=float, default=0.75)
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3)
