@@ -1,4 +1,4 @@
-"""Robust pose refinement against the ground-truth toy scene (spec test 9) and its input checks."""
+"""Robust pose refinement against the ground-truth toy scene (spec test 9, issue 28) and its input checks."""
 import math
 
 import numpy as np
@@ -12,21 +12,44 @@ def scene():
     return SyntheticObjectScene(n_test=0)
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread for this test (an earlier CLI test may have sized the pool to every core)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.slow
-def test_robust_refinement_recovers_a_perturbed_pose(scene):
+def test_refinement_brings_nine_of_ten_perturbations_under_the_bounds(one_thread):
+    """Issue 28 item 2 / spec test 9: against the ground-truth model, 3 deg / 0.05 perturbations end under
+    0.3 deg and 0.01 on at least 9 of 10 trials (48x48 images to stay fast; 10 candidate views)."""
+    small = SyntheticObjectScene(image_size=48, n_candidates=10, n_test=0)
+    rng = np.random.default_rng(11)
+    errors = []
+    for k in range(10):
+        cam = small.candidates[k]
+        w, r = rng.normal(size=3), rng.normal(size=3)
+        xi = np.concatenate([w / np.linalg.norm(w) * math.radians(3.0), r / np.linalg.norm(r) * 0.05])
+        noisy = cam.perturbed(torch.tensor(xi, dtype=torch.float32))
+        assert pose_errors(noisy, cam)[0] == pytest.approx(3.0, abs=1e-3)
+        refined, _ = robust_pose_refine(small.gt, small.render_gt(cam), noisy, extent=small.extent, gn_steps=6)
+        errors.append(pose_errors(refined, cam))
+    passed = sum(rot < 0.3 and trans < 0.01 for rot, trans in errors)
+    assert passed >= 9, errors
+
+
+def test_adam_schedule_lowers_the_robust_loss(scene):
+    """The spec's first-order schedule (``method="adam"``) still runs and lowers its loss."""
     cam = scene.candidates[3]
-    image = scene.render_gt(cam)
     rng = np.random.default_rng(5)
     w, r = rng.normal(size=3), rng.normal(size=3)
     xi = np.concatenate([w / np.linalg.norm(w) * math.radians(3.0), r / np.linalg.norm(r) * 0.05])
     noisy = cam.perturbed(torch.tensor(xi, dtype=torch.float32))
-    assert pose_errors(noisy, cam)[0] == pytest.approx(3.0, abs=1e-3)
-    refined, info = robust_pose_refine(scene.gt, image, noisy, extent=scene.extent)
-    rot, trans = pose_errors(refined, cam)
-    # The spec asks for < 0.3 deg and < 0.01; with its schedule (60 Adam steps per level, lr 2e-3) that was
-    # reached for some perturbations only (README), so this test checks the direction of the correction.
-    assert rot < 3.0, (rot, trans)
-    assert info["history"][-1] < 0.5 * info["history"][0]
+    _, info = robust_pose_refine(scene.gt, scene.render_gt(cam), noisy, extent=scene.extent, method="adam",
+                                 levels=(1,), steps=20)
+    assert info["history"][-1] < 0.6 * info["history"][0]
 
 
 def test_refinement_refuses_bad_images(scene):
@@ -37,3 +60,5 @@ def test_refinement_refuses_bad_images(scene):
         robust_pose_refine(scene.gt, torch.full((64, 64, 3), 2.0), cam)
     with pytest.raises(ValueError, match="loss"):
         robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, loss="huber")
+    with pytest.raises(ValueError, match="method"):
+        robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, method="sgd")

@@ -7,8 +7,9 @@ Each run is one process-parallel job (joblib splits the threads).
 - ``smoke``: 16x16 images, N = 100, 3 views, 3 + 3 iterations; every method and pose mode, no gating.
 - ``quick``: 64x64, 40 candidates, 12 test views, N = 600, 2 -> 5 views, 30 iterations per round + 60;
   ours, FarthestView, Random (1 draw per seed); noisy poses with ``robust`` and ``none`` on a shorter
-  schedule (``NOISY_POSE_CONFIGS``: N = 400, 24 candidates, 8 test views, 20 + 40 iterations, 20 pose
-  steps per level); test metrics after the last round.
+  schedule (``NOISY_POSE_CONFIGS``: N = 400, 24 candidates, 8 test views, 20 + 40 iterations); test
+  metrics after the last round. Pose refinement runs ``refine_steps`` Gauss-Newton iterations per level
+  (2 at smoke, 10 otherwise).
 - ``full``: 64x64, N = 1,000, 2 -> 8 views, 60 per round + 120; ours, Fisher, FarthestView, Random
   (2 draws per seed), AllViews (60 views, 500 iterations); noisy poses ``robust``, ``l2``, ``none`` and
   noise-free; test metrics after every round.
@@ -47,19 +48,19 @@ CONFIGS = {
     # quick: 3 paired seeds; per seed 40 candidates, 12 test views and 30 + 60 iterations (was 60, 24, 50 + 100)
     "quick": {"image": 64, "n_candidates": 40, "n_test": 12, "n": 600, "n_max": 5, "iters": 30, "final": 60,
               "random_seeds": 1, "fisher": False, "all_views": 0, "every_round": False,
-              "noisy_runs": ("robust", "none"), "refine_steps": 60, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
+              "noisy_runs": ("robust", "none"), "refine_steps": 10, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
     # full: 60 + 120 iterations and 500 for AllViews (100 + 200 and 800 took 1,067 s on one idle core)
     "full": {"image": 64, "n_candidates": 60, "n_test": 24, "n": 1000, "n_max": 8, "iters": 60, "final": 120,
              "random_seeds": 2, "fisher": True, "all_views": 500, "every_round": True, "noisy_runs": _ALL_POSE_RUNS,
-             "refine_steps": 60, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
+             "refine_steps": 10, "symmetric": False, "jobs": 2, "lr_scale": 5.0},
     "paper": {"image": 128, "n_candidates": 60, "n_test": 24, "n": 4000, "n_max": 10, "iters": 150, "final": 300,
               "random_seeds": 3, "fisher": True, "all_views": 1500, "every_round": True, "noisy_runs": _ALL_POSE_RUNS,
-              "refine_steps": 60, "symmetric": True, "jobs": 1, "lr_scale": 1.0},
+              "refine_steps": 10, "symmetric": True, "jobs": 1, "lr_scale": 1.0},
 }
-# noisy-pose at quick: N = 400, 24 candidates, 8 test views, 20 + 40 iterations, 20 refinement steps a level
+# noisy-pose at quick: N = 400, 24 candidates, 8 test views, 20 + 40 iterations
 # (was the active-gs quick schedule: 600, 40, 12, 30 + 60 and 60; 140 s of CPU for the six runs)
 NOISY_POSE_CONFIGS = {**CONFIGS, "quick": dict(CONFIGS["quick"], n=400, n_candidates=24, n_test=8, iters=20,
-                                               final=40, refine_steps=20)}
+                                               final=40)}
 N_SEEDS = {"smoke": 2, "quick": 3, "full": 5, "paper": 5}
 POSE_NOISE = (3.0, 0.05)
 
@@ -88,7 +89,7 @@ def _job(job: dict, cfg: dict, device: str) -> dict:
                           n_max=cfg["n_max"], iters_per_round=cfg["iters"], final_iters=cfg["final"],
                           pose_noise=noise, pose_refine=job.get("refine", "none"), seed=seed, n_gaussians=cfg["n"],
                           lr_scale=cfg["lr_scale"], evaluate_every_round=cfg["every_round"],
-                          refine_kw={"steps": cfg["refine_steps"]})
+                          refine_kw={"gn_steps": cfg["refine_steps"]})
         res = loop.run()
         model = res.model
         out = {"final": vars(res.final), "rounds": [vars(r) for r in res.rounds], "selected": res.selected,

@@ -129,7 +129,9 @@ def cmd_refine_pose(args) -> int:
     if image.ndim != 3 or image.shape[-1] != 3:
         raise usage_error("--image", "a PNG/JPEG image", f"{args.image.name} (an array of shape {tuple(image.shape)})")
     camera = _cameras("--pose", args.pose)[0]
-    refined, info = robust_pose_refine(model, image, camera, steps=args.steps, loss=args.loss, extent=args.extent)
+    steps = {} if args.steps is None else {"steps" if args.solver == "adam" else "gn_steps": args.steps}
+    refined, info = robust_pose_refine(model, image, camera, loss=args.loss, extent=args.extent,
+                                       method=args.solver, **steps)
     print(json.dumps({"viewmat": refined.viewmat.tolist(), "loss": info["loss"], "xi": info["xi"]}))
     write_json_atomic(out, refined.to_dict())
     return 0
@@ -176,7 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", type=existing_file, required=True)
     p.add_argument("--image", type=existing_file, required=True)
     p.add_argument("--pose", type=existing_file, required=True, help="JSON camera {K, viewmat, width, height}")
-    p.add_argument("--steps", type=positive_int, default=60, help="Adam steps per level (default 60)")
+    p.add_argument("--solver", default="gauss-newton", choices=("gauss-newton", "adam"),
+                   help="pose solver (default gauss-newton; adam is the spec's first-order schedule)")
+    p.add_argument("--steps", type=positive_int, default=None,
+                   help="iterations per pyramid level (default 10 Gauss-Newton, 60 Adam)")
     p.add_argument("--loss", default="geman-mcclure", choices=("geman-mcclure", "l2"))
     p.add_argument("--extent", type=float, default=None, help="translation scale (default: camera distance)")
     p.set_defaults(handler=cmd_refine_pose)
