@@ -13,8 +13,8 @@ from .loop import ActiveLoop, ActiveResult, evaluate, train_all_views
 from .model import GaussianModel
 from .pose import pose_loss, robust_pose_refine
 from .regions import partition_regions, region_uncertainty
-from .render import contrib_by_gradient, render
-from .scene import SyntheticObjectScene
+from .render import contrib_by_gradient, lift_by_gradient, render
+from .scene import CapturedScene, SyntheticObjectScene
 from .selectors import (
     FarthestViewSelector,
     FisherSelector,
@@ -30,11 +30,11 @@ from .variance import gaussian_feature_variance
 __version__ = _version("iclr26-active-gs")
 __all__ = [
     "__version__",
-    "ActiveLoop", "ActiveResult", "Camera", "FarthestViewSelector", "FisherSelector", "GaussianModel",
+    "ActiveLoop", "ActiveResult", "Camera", "CapturedScene", "FarthestViewSelector", "FisherSelector", "GaussianModel",
     "HandcraftedFeatures", "RandomSelector", "Selector", "SemanticVarianceSelector", "SyntheticObjectScene",
     "TorchvisionFeatures", "Trainer", "contrib_by_gradient", "evaluate", "fibonacci_sphere_cameras",
-    "fisher_diagonal", "fisher_probe_gradients", "gaussian_feature_variance", "load_blender", "load_colmap_text",
-    "load_image_folder", "look_at", "partition_regions", "pose_errors", "pose_loss", "psnr", "read_image",
-    "read_poses", "region_uncertainty", "render", "robust_pose_refine", "se3_exp", "se3_log", "ssim",
+    "fisher_diagonal", "fisher_probe_gradients", "gaussian_feature_variance", "lift_by_gradient", "load_blender",
+    "load_colmap_text", "load_image_folder", "look_at", "partition_regions", "pose_errors", "pose_loss", "psnr",
+    "read_image", "read_poses", "region_uncertainty", "render", "robust_pose_refine", "se3_exp", "se3_log", "ssim",
     "train_all_views", "write_png",
 ]

@@ -152,7 +152,7 @@ class ActiveLoop:
         """Runs the loop; ``progress`` is an optional callable ``(str) -> None`` told of each round."""
         start = time.perf_counter()
         scene, rng = self.scene, np.random.default_rng(self.seed + 7919)
-        model = GaussianModel(self.n_gaussians, seed=self.seed)
+        model = GaussianModel(self.n_gaussians, seed=self.seed, radius=scene.object_radius)
         loss = "geman-mcclure" if self.pose_refine == "robust" else "l2"
         trainer = Trainer(model, lr_scale=self.lr_scale, refine_poses=self.pose_refine != "none", seed=self.seed,
                           extent=scene.extent, bg=scene.bg, render_kw=self.render_kw,
@@ -211,7 +211,7 @@ def train_all_views(scene: SyntheticObjectScene, iters: int, n_gaussians: int = 
 
     Returns (model, test metrics).
     """
-    model = GaussianModel(n_gaussians, seed=seed)
+    model = GaussianModel(n_gaussians, seed=seed, radius=scene.object_radius)
     trainer = Trainer(model, lr_scale=lr_scale, seed=seed, extent=scene.extent, bg=scene.bg, render_kw=render_kw)
     trainer.fit([scene.render_gt(c) for c in scene.candidates], scene.candidates, iters)
     return model, evaluate(model, scene, render_kw=render_kw)

@@ -277,7 +277,8 @@ def render(model: GaussianModel, camera: Camera, bg=(1.0, 1.0, 1.0), backend: st
         return_contrib: also return ``"contrib" (N,)``: ``W_i = sum_p w_i(p)``.
         return_features: also return ``"features" (H,W,K)`` = ``sum_i w_i(p) f_i`` (model needs features).
         lift: optional per-pixel features ``(H,W,K)``; returns ``"lifted" (N,K)`` = ``sum_p w_i(p) lift(p)``
-            (the un-normalised lifting of 2-D features onto the Gaussians; torch backend only).
+            (the un-normalised lifting of 2-D features onto the Gaussians; the gsplat backend lifts by
+            ``lift_by_gradient``).
         mode: torch backend only: ``"tiled"`` (default, fast) or ``"dense"`` (reference); they agree to 1e-6.
         tile_size: tile edge in pixels for ``"tiled"``.
         near: near plane; Gaussians closer than this are dropped.
@@ -303,9 +304,10 @@ def render(model: GaussianModel, camera: Camera, bg=(1.0, 1.0, 1.0), backend: st
         if lift.ndim != 3 or lift.shape[:2] != (H, W):
             raise ValueError(f"lift: expected shape ({H}, {W}, K) to match the camera, got {tuple(lift.shape)}")
     if resolve_backend(backend, model.means.device) == "gsplat":
+        result = _render_gsplat(model, camera, bg, return_contrib, return_features, near, eps2d)
         if lift is not None:
-            raise ValueError("lift: only the torch backend lifts pixel features")
-        return _render_gsplat(model, camera, bg, return_contrib, return_features, near, eps2d)
+            result["lifted"] = lift_by_gradient(model, camera, lift, "gsplat", near=near, eps2d=eps2d)
+        return result
     prep = _prepare(model, camera, near, eps2d)
     order, depth = prep[0], prep[5]
     blocks = [model.colors[order], depth[:, None]]
@@ -328,43 +330,65 @@ def render(model: GaussianModel, camera: Camera, bg=(1.0, 1.0, 1.0), backend: st
 
 def contrib_by_gradient(model: GaussianModel, camera: Camera, bg=(1.0, 1.0, 1.0), backend: str = "auto",
                         **kw) -> torch.Tensor:
-    """``W_i`` by one backward pass: ``d(sum_p C_0(p)) / d c_{i,0}`` with raw first-channel colours (N,).
+    """``W_i = sum_p w_i(p)`` by one backward pass (N,): ``lift_by_gradient`` of a constant image of ones.
 
     Works on either backend (gsplat exposes no per-Gaussian contribution); equals ``render(...,
-    return_contrib=True)["contrib"]`` of the torch backend (test 3b).
+    return_contrib=True)["contrib"]`` of the torch backend (test 3b). ``bg`` is checked only: the
+    background does not depend on the Gaussians.
     """
-    bg = _check_inputs(model, camera, bg)
-    ones = torch.ones(len(model), 1, dtype=model.means.dtype, device=model.means.device, requires_grad=True)
-    raw = torch.cat([ones, model.colors.detach()[:, 1:]], 1)
-    out = _render_raw_colors(model, raw, camera, bg, backend, **kw)
-    (grad,) = torch.autograd.grad(out[..., 0].sum(), ones)
-    return grad[:, 0]
+    _check_inputs(model, camera, bg)
+    ones = torch.ones(camera.height, camera.width, 1, dtype=model.means.dtype, device=model.means.device)
+    return lift_by_gradient(model, camera, ones, backend, **kw)[:, 0]
 
 
-def _render_raw_colors(model, raw, camera, bg, backend, **kw) -> torch.Tensor:
-    """Renders with per-Gaussian colours ``raw (N,3)`` used as given (no sigmoid); returns rgb (H,W,3)."""
-    near, eps2d = kw.get("near", 0.01), kw.get("eps2d", 0.3)
+def lift_by_gradient(model: GaussianModel, camera: Camera, lift: torch.Tensor, backend: str = "auto",
+                     **kw) -> torch.Tensor:
+    """``sum_p w_i(p) lift(p)`` (N,K) for per-pixel features ``lift (H,W,K)``, on either backend.
+
+    The composited image of per-Gaussian values ``a (N,K)`` is ``F(p) = sum_i w_i(p) a_i``, linear in
+    ``a`` with weights that do not depend on ``a``, so ``d/da_i sum_p <F(p), lift(p)> = sum_p w_i(p)
+    lift(p)``: one render with ``a = 0`` and one backward pass lift the features, which is how the
+    gsplat backend (no per-Gaussian outputs) gets the same lifting as the torch backend's direct sum.
+    ``kw``: ``near``, ``eps2d`` and (torch backend) ``mode``, ``tile_size``.
+    """
+    lift = torch.as_tensor(lift, dtype=model.means.dtype, device=model.means.device)
+    if lift.ndim != 3 or lift.shape[:2] != (camera.height, camera.width):
+        raise ValueError(f"lift: expected shape ({camera.height}, {camera.width}, K) to match the camera, "
+                         f"got {tuple(lift.shape)}")
+    with torch.enable_grad():
+        values = torch.zeros(len(model), lift.shape[2], dtype=lift.dtype, device=lift.device, requires_grad=True)
+        image = _composite_values(model, values, camera, backend, **kw)
+        (grad,) = torch.autograd.grad((image * lift).sum(), values)
+    return grad
+
+
+def _composite_values(model, values, camera, backend, near=0.01, eps2d=0.3, mode="tiled", tile_size=4):
+    """``sum_i w_i(p) values_i`` (H,W,C) for per-Gaussian ``values (N,C)`` used as given (no sigmoid, no bg)."""
     if resolve_backend(backend, model.means.device) == "gsplat":
-        return _gsplat_call(model, raw, camera, bg, near, eps2d)[0]
+        return _rasterize(model, values, camera, near, eps2d, "RGB")[0]
     prep = _prepare(model, camera, near, eps2d)
-    H, W = camera.height, camera.width
-    sum_w, out, _, _ = _composite(prep, raw[prep[0]], W, H, kw.get("mode", "tiled"), kw.get("tile_size", 4))
-    return (out + (1 - sum_w)[:, None] * bg).reshape(H, W, 3)
+    _, out, _, _ = _composite(prep, values[prep[0]], camera.width, camera.height, mode, tile_size)
+    return out.reshape(camera.height, camera.width, -1)
 
 
-def _gsplat_call(model, colors, camera, bg, near, eps2d):
-    """One ``gsplat.rasterization`` call; returns (rgb (H,W,C), alpha (H,W), depth (H,W))."""
+def _rasterize(model, values, camera, near, eps2d, render_mode):
+    """One ``gsplat.rasterization`` call with per-Gaussian ``values (N,C)``; returns (out (H,W,C[+1]), alpha (H,W))."""
     from gsplat import rasterization
 
     cam = camera.to(model.means.device, model.means.dtype)
     out, alphas, _ = rasterization(
         model.means, model.quats / model.quats.norm(dim=-1, keepdim=True), torch.exp(model.log_scales),
-        model.opacity, colors, cam.viewmat[None], cam.K[None], cam.width, cam.height, near_plane=near,
-        eps2d=eps2d, rasterize_mode="classic", packed=False, render_mode="RGB+D")
-    alpha = alphas[0, ..., 0]
-    rgb = out[0, ..., :-1]
+        model.opacity, values, cam.viewmat[None], cam.K[None], cam.width, cam.height, near_plane=near,
+        eps2d=eps2d, rasterize_mode="classic", packed=False, render_mode=render_mode)
+    return out[0], alphas[0, ..., 0]
+
+
+def _gsplat_call(model, colors, camera, bg, near, eps2d):
+    """Rendered ``colors (N,C)`` over ``bg`` (first 3 channels); returns (rgb (H,W,C), alpha (H,W), depth (H,W))."""
+    out, alpha = _rasterize(model, colors, camera, near, eps2d, "RGB+D")
+    rgb = out[..., :-1]
     rgb = torch.cat([rgb[..., :3] + (1 - alpha)[..., None] * bg, rgb[..., 3:]], -1)
-    return rgb, alpha, out[0, ..., -1]
+    return rgb, alpha, out[..., -1]
 
 
 def _render_gsplat(model, camera, bg, return_contrib, return_features, near, eps2d) -> dict:

@@ -135,6 +135,7 @@ class SyntheticObjectScene:
         candidates, test_cameras: lists of ``Camera``; test_images: list of (H,W,3) tensors in [0,1];
         test_masks: their ground-truth part masks (H,W).
         extent: radius of the camera rig (3.0), the 3DGS learning-rate scale.
+        object_radius: radius of the ball the reconstruction is initialised in (1.0).
         bg: background colour (white).
     """
 
@@ -147,7 +148,7 @@ class SyntheticObjectScene:
         self.name, self.image_size, self.seed = name, int(image_size), int(seed)
         self.gt, self.parts = toy_gaussians(name, seed)
         self.bg = (1.0, 1.0, 1.0)
-        self.extent = float(radius)
+        self.extent, self.object_radius = float(radius), 1.0
         kw = {"fov_deg": fov_deg, "width": self.image_size, "height": self.image_size}
         self.candidates = [look_at(radius * d, **kw) for d in fibonacci_directions(n_candidates)]
         test_dirs = list(fibonacci_directions(n_test, offset=0.37)) if n_test else []
@@ -187,16 +188,7 @@ class SyntheticObjectScene:
         Returns:
             (image (H,W,3) in [0,1], reported ``Camera`` = ``Exp(delta) @ T_true``).
         """
-        s_rot, s_trans = (float(v) for v in pose_noise)
-        if s_rot < 0 or s_trans < 0 or not (math.isfinite(s_rot) and math.isfinite(s_trans)):
-            raise ValueError(f"pose_noise: expected two finite non-negative numbers (degrees, units), got {pose_noise}")
-        image = self.render_gt(camera)
-        if s_rot == 0 and s_trans == 0:
-            return image, camera
-        if rng is None:
-            raise ValueError("rng: a numpy Generator is required when pose_noise is non-zero")
-        delta = np.concatenate([rng.normal(0, math.radians(s_rot), 3), rng.normal(0, s_trans, 3)])
-        return image, camera.perturbed(torch.tensor(delta, dtype=camera.R.dtype)).detach()
+        return self.render_gt(camera), reported_pose(camera, pose_noise, rng)
 
     def part_masks(self, camera: Camera) -> np.ndarray:
         """Ground-truth part id per pixel (H,W) int: the part with the largest blend weight, 0 = background."""
@@ -206,3 +198,113 @@ class SyntheticObjectScene:
         """Angle in degrees between the camera centre direction and the -x axis."""
         c = camera.center.detach().double()
         return math.degrees(math.acos(float((-c[0] / c.norm()).clamp(-1, 1))))
+
+
+def reported_pose(camera: Camera, pose_noise=(0.0, 0.0), rng: np.random.Generator | None = None) -> Camera:
+    """The pose a capture at ``camera`` reports: ``Exp(delta) @ T_true`` with a random left twist.
+
+    Args:
+        camera: the true pose.
+        pose_noise: ``(s_rot in degrees, s_trans in scene units)``: standard deviations of
+            ``delta ~ N(0, diag(s_rot^2 I3, s_trans^2 I3))``.
+        rng: numpy generator of the noise (required when the noise is non-zero).
+    """
+    s_rot, s_trans = (float(v) for v in pose_noise)
+    if s_rot < 0 or s_trans < 0 or not (math.isfinite(s_rot) and math.isfinite(s_trans)):
+        raise ValueError(f"pose_noise: expected two finite non-negative numbers (degrees, units), got {pose_noise}")
+    if s_rot == 0 and s_trans == 0:
+        return camera
+    if rng is None:
+        raise ValueError("rng: a numpy Generator is required when pose_noise is non-zero")
+    delta = np.concatenate([rng.normal(0, math.radians(s_rot), 3), rng.normal(0, s_trans, 3)])
+    return camera.perturbed(torch.tensor(delta, dtype=camera.R.dtype)).detach()
+
+
+class CapturedScene:
+    """A real capture (e.g. NeRF-Synthetic or COLMAP) as the scene of the active loop.
+
+    The candidate views are the captured training views; "capturing" a candidate returns its stored
+    image. There is no hidden part (``test_masks`` are all background, so hidden-part PSNR is NaN).
+
+    Args:
+        images, cameras: the candidate views, (H,W,3) tensors in [0,1] and their ``Camera``.
+        test_images, test_cameras: the held-out views the reconstruction is scored on.
+        bg: background colour the images were composited on.
+        object_radius: radius of the initialisation ball (default: a third of ``extent``, as the
+            procedural scene's 1.0 against its 3.0 camera distance).
+
+    Attributes:
+        candidates, test_cameras, test_images, test_masks, extent (largest camera-centre norm, the
+        3DGS learning-rate scale), object_radius, bg.
+
+    Raises:
+        ValueError: mismatched lengths, fewer than 2 candidates or no test view, images of a size
+            other than their camera's.
+    """
+
+    def __init__(self, images, cameras, test_images, test_cameras, bg=(1.0, 1.0, 1.0),
+                 object_radius: float | None = None):
+        if len(images) != len(cameras) or len(test_images) != len(test_cameras):
+            raise ValueError(f"images, cameras: expected equal lengths, got {len(images)}, {len(cameras)} "
+                             f"(test: {len(test_images)}, {len(test_cameras)})")
+        if len(cameras) < 2 or not test_cameras:
+            raise ValueError(f"expected >= 2 candidate views and >= 1 test view, got {len(cameras)}, "
+                             f"{len(test_cameras)}")
+        for im, cam in zip([*images, *test_images], [*cameras, *test_cameras], strict=True):
+            if tuple(im.shape) != (cam.height, cam.width, 3):
+                raise ValueError(f"images: expected ({cam.height}, {cam.width}, 3) to match the camera, "
+                                 f"got {tuple(im.shape)}")
+        self.candidates, self.test_cameras = list(cameras), list(test_cameras)
+        self.test_images = [torch.as_tensor(im) for im in test_images]
+        self.test_masks = [np.zeros(im.shape[:2], dtype=np.int64) for im in self.test_images]
+        self._images = {id(c): torch.as_tensor(im) for c, im in zip(cameras, images, strict=True)}
+        self.bg = tuple(bg)
+        self.extent = max(float(c.center.detach().norm()) for c in self.candidates)
+        self.object_radius = self.extent / 3 if object_radius is None else float(object_radius)
+
+    @classmethod
+    def from_blender(cls, folder, downscale: int = 1, n_test: int | None = None, **kw) -> CapturedScene:
+        """NeRF-Synthetic: ``train`` views as candidates, the first ``n_test`` ``test`` views (all by default)."""
+        from .io import load_blender
+
+        images, cameras = load_blender(folder, "train", downscale)
+        test_images, test_cameras = load_blender(folder, "test", downscale)
+        return cls(images, cameras, test_images[:n_test], test_cameras[:n_test], **kw)
+
+    @classmethod
+    def from_colmap(cls, folder, downscale: int = 1, test_every: int = 8, **kw) -> CapturedScene:
+        """A COLMAP text model; every ``test_every``-th image is held out for testing (the LLFF convention)."""
+        from .io import load_colmap_text
+
+        images, cameras = load_colmap_text(folder, downscale)
+        test = set(range(0, len(images), test_every))
+        pick = [[x for j, x in enumerate(seq) if (j in test) == held] for held in (False, True) for seq in
+                (images, cameras)]
+        return cls(pick[0], pick[1], pick[2], pick[3], **kw)
+
+    def to(self, device) -> CapturedScene:
+        """Moves the images and cameras to ``device`` (in place; returns the scene)."""
+        images = [self._images[id(c)].to(device) for c in self.candidates]
+        self.candidates = [c.to(device) for c in self.candidates]
+        self._images = {id(c): im for c, im in zip(self.candidates, images, strict=True)}
+        self.test_cameras = [c.to(device) for c in self.test_cameras]
+        self.test_images = [im.to(device) for im in self.test_images]
+        return self
+
+    def render_gt(self, camera: Camera) -> torch.Tensor:
+        """The captured image (H,W,3) of candidate ``camera``.
+
+        Raises:
+            ValueError: ``camera`` is not one of ``candidates``.
+        """
+        if id(camera) not in self._images:
+            raise ValueError("camera: expected one of the scene's candidate cameras (a captured view)")
+        return self._images[id(camera)]
+
+    def capture(self, camera: Camera, pose_noise=(0.0, 0.0), rng: np.random.Generator | None = None):
+        """(captured image (H,W,3), reported ``Camera``) for candidate ``camera``; see ``reported_pose``."""
+        return self.render_gt(camera), reported_pose(camera, pose_noise, rng)
+
+    def angle_to_minus_x(self, camera: Camera) -> float:
+        """NaN: a captured scene has no designated hidden side."""
+        return math.nan
