@@ -55,7 +55,7 @@ def _methods(args) -> int:
     rows = []
     for k, m in REGISTRY.items():
         epochs = m.cpu.get("epochs", m.cls().get_params().get("epochs", "-"))
-        rows.append([k, m.cls.__name__, m.family, m.tier + (" (experimental)" if m.experimental else ""),
+        rows.append([k, m.cls.__name__, m.family, m.tier,
                      "yes" if m.needs_prior else "no", epochs])
     print(_table(rows, ["key", "class", "family", "tier", "needs prior", "CPU epochs"]))
     return 0

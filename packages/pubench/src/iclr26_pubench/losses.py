@@ -171,3 +171,107 @@ def cgenpu_generator_alignment(a_xp: torch.Tensor, a_gp: torch.Tensor, a_gn: tor
     """kld(A(x_p), A(g_p)) + kld(A(g_p), 1 - A(g_n)): the auxiliary alignment the CGenPU generator minimises."""
     return (cgenpu_kld(a_xp, a_gp, reduce_mean=reduce_mean)
             + cgenpu_kld(a_gp, 1.0 - a_gn, reduce_mean=reduce_mean))
+
+
+def lagam_bce(logits: torch.Tensor, target: torch.Tensor, clamp: float = 1e-4) -> torch.Tensor:
+    """LaGAM's class-normalised soft-label cross-entropy.
+
+    ``logits`` ``(n,)``; ``target`` ``(n, 2)`` soft labels, column 0 = negative, column 1 = positive. With
+    q = clamp([1 - sigma(g), sigma(g)], clamp, 1 - clamp): sum_k (sum_i -t_ik log q_ik) / (sum_i t_ik + 1e-8), so each
+    class weighs the same however many rows carry it. Returns a scalar.
+    """
+    p = torch.sigmoid(logits.reshape(-1, 1))
+    q = torch.cat([1.0 - p, p], dim=1).clamp(clamp, 1.0 - clamp)
+    return ((-(target * q.log()).sum(0)) / (target.sum(0) + 1e-8)).sum()
+
+
+def lagam_contrastive(q: torch.Tensor, k: torch.Tensor, clusters: torch.Tensor | None = None,
+                      logits: torch.Tensor | None = None, temperature: float = 0.07, cutoff: bool = False,
+                      n_neighbors: int = 0) -> torch.Tensor:
+    """LaGAM's contrastive loss over a weak view ``q`` and a strong view ``k`` (each ``(n, m)``, rows L2-normalised).
+
+    Instance part: for anchor i, the log-softmax of q_i . k_i / T over the 2n - 1 other columns of [q; k], negated
+    and averaged. Cluster part (when ``clusters`` ``(n,)`` is given): the positives of anchor i are the columns of
+    [q; k] in the same cluster (and, with ``cutoff``, on the same side of ``logits > 0.5``, as the benchmark
+    thresholds the raw logit), plus its ``n_neighbors`` most similar columns; the loss is minus the mean over
+    anchors of the mean log-probability of its positives (self column excluded). Returns a scalar.
+    """
+    n = len(q)
+    keys = torch.cat([q, k])
+    sim = q @ keys.T / temperature
+    self_col = torch.zeros_like(sim, dtype=torch.bool)
+    self_col[torch.arange(n), torch.arange(n)] = True
+    loss = -(sim[torch.arange(n), n + torch.arange(n)] - torch.logsumexp(sim.masked_fill(self_col, -torch.inf), 1))
+    loss = loss.mean()
+    if clusters is None:
+        return loss
+    both = torch.cat([clusters, clusters])
+    mask = (clusters[:, None] == both[None, :]).to(q.dtype)
+    if cutoff:
+        side = (logits.detach().reshape(-1) > 0.5)
+        mask = mask * (side[:, None] == torch.cat([side, side])[None, :]).to(q.dtype)
+    if n_neighbors > 0:
+        top = torch.topk(q @ keys.T, k=min(int(n_neighbors), 2 * n), dim=1).indices
+        mask = ((mask + torch.zeros_like(mask).scatter(1, top, 1.0)) > 0.5).to(q.dtype)
+    keep = (~self_col).to(q.dtype)
+    mask = (mask * keep).detach()
+    shifted = sim - sim.max(dim=1, keepdim=True).values.detach()
+    log_prob = shifted - torch.log((shifted.exp() * keep).sum(1, keepdim=True) + 1e-12)
+    return loss - ((mask * log_prob).sum(1) / (mask.sum(1) + 1e-8)).mean()
+
+
+def vaepu_responsibility(h_y: torch.Tensor, mu: torch.Tensor, var: torch.Tensor, p: float) -> torch.Tensor:
+    """VAE-PU's posterior that the label code ``h_y`` ``(n, m)`` comes from the positive GMM component.
+
+    ``mu``, ``var``: ``(2, m)`` diagonal Gaussians, row 0 negative, row 1 positive; ``p`` the positive weight.
+    c_k = -1/2 sum_j ((h - mu_kj)^2 / var_kj + log(var_kj + 1e-9)) + log(w_k + 1e-9), w = (1 - p, p); returns
+    softmax(c)[:, 1] as ``(n, 1)``.
+    """
+    w = torch.tensor([1.0 - p, p], dtype=h_y.dtype, device=h_y.device)
+    c = -0.5 * (((h_y[:, None, :] - mu) ** 2 / var) + torch.log(var + 1e-9)).sum(2) + torch.log(w + 1e-9)
+    return torch.softmax(c, dim=1)[:, 1:]
+
+
+def vaepu_vade_terms(h_y_mu, h_y_lss, h_o_mu, h_o_lss, h_y, recon, x, cl_logits, observed, mu, var,
+                     p: float) -> dict[str, torch.Tensor]:
+    """The seven terms of VAE-PU's (Na et al., CIKM 2020) evidence lower bound, as the benchmark sums them
+    (Gaussian likelihood); the VaDE loss is minus their sum.
+
+    Args: encoder outputs ``h_y_mu``, ``h_y_lss`` ``(n, m_y)`` and ``h_o_mu``, ``h_o_lss`` ``(n, m_o)`` (log
+    variances), the sampled label code ``h_y``, the reconstruction ``recon`` and input ``x`` ``(n, d)``, the
+    observation classifier's logits ``cl_logits`` ``(n, 1)``, ``observed`` ``(n,)`` (1 = labeled), the GMM ``mu``,
+    ``var`` ``(2, m_y)`` and positive weight ``p``.
+
+    Terms (each a mean over rows): gmm = E_c[-1/2 sum (log var_c + (exp(lss) + (mu_y - mu_c)^2) / var_c)];
+    kl_o = -1/2 sum (exp(lss_o) + mu_o^2); recon = -1/2 sum (recon - x)^2; ent_y = 1/2 sum (1 + lss_y);
+    ent_o = 1/2 sum (1 + lss_o); prior_c = -c log(c / p + 1e-9) - (1 - c) log((1 - c) / (1 - p) + 1e-9) (with
+    1e-9 added to p and 1 - p); obs = -BCE(cl_logits, observed); c = ``vaepu_responsibility(h_y, ...)``.
+    """
+    c = vaepu_responsibility(h_y, mu, var, p)
+    per_comp = -0.5 * (torch.log(var + 1e-9)
+                       + (h_y_lss.exp()[:, None, :] + (h_y_mu[:, None, :] - mu) ** 2) / var).sum(2)
+    return {
+        "gmm": ((1.0 - c) * per_comp[:, :1] + c * per_comp[:, 1:]).mean(),
+        "kl_o": -0.5 * (h_o_lss.exp() + h_o_mu ** 2).sum(1).mean(),
+        "recon": -0.5 * ((recon - x) ** 2).sum(1).mean(),
+        "ent_y": 0.5 * (1.0 + h_y_lss).sum(1).mean(),
+        "ent_o": 0.5 * (1.0 + h_o_lss).sum(1).mean(),
+        "prior_c": (-c * torch.log(c / (p + 1e-9) + 1e-9)
+                    - (1.0 - c) * torch.log((1.0 - c) / (1.0 - p + 1e-9) + 1e-9)).mean(),
+        "obs": -F.binary_cross_entropy_with_logits(cl_logits.reshape(-1), observed.to(cl_logits.dtype)),
+    }
+
+
+def vaepu_pn_loss(g_pl: torch.Tensor, g_pu: torch.Tensor, g_u: torch.Tensor, pi_pl: float, pi_pu: float,
+                  pi_u: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """VAE-PU's PN risk on logits of labeled positives ``g_pl``, generated unlabeled positives ``g_pu`` and
+    unlabeled rows ``g_u`` (each ``(n,)``), sigmoid loss, weights = the sample's shares pi_pl = |L|/n,
+    pi_pu = #positives in U / n, pi_u = |U|/n.
+
+    r_n = -pi_pu mean sigma(g_pu) + pi_u mean sigma(g_u); the loss is pi_pl mean sigma(-g_pl) + pi_pu mean
+    sigma(-g_pu) + r_n, or -r_n when r_n < 0. Returns (loss, r_n).
+    """
+    neg = -pi_pu * torch.sigmoid(g_pu).mean() + pi_u * torch.sigmoid(g_u).mean()
+    if neg < 0:
+        return -neg, neg
+    return pi_pl * torch.sigmoid(-g_pl).mean() + pi_pu * torch.sigmoid(-g_pu).mean() + neg, neg

@@ -9,13 +9,6 @@ from typing import Any
 import numpy as np
 from iclr26_shared.bench import atomic_path
 
-from .methods import REGISTRY
-
-
-def _label(method: str) -> str:
-    spec = REGISTRY.get(method)
-    return f"{method} (experimental)" if spec is not None and spec.experimental else method
-
 
 def _c_of(setting: str) -> float:
     return float(setting.split("c=")[1].split()[0])
@@ -45,7 +38,7 @@ def report_markdown(records: list[dict[str, Any]], metric: str = "f1") -> str:
     lines = [f"# PU-Bench results ({metric})", "",
              f"{sum(r.get('status') == 'ok' for r in records)} runs ok, "
              f"{sum(r.get('status') != 'ok' for r in records)} failed. "
-             "Methods marked (experimental) are Tier C. Embedded stand-ins are synthetic or small substitutes: "
+             "Embedded stand-ins are synthetic or small substitutes: "
              "no ranking here is a ranking on the real dataset.", ""]
     ranks: dict[str, list[float]] = defaultdict(list)
     for d in sorted(agg):
@@ -59,7 +52,7 @@ def report_markdown(records: list[dict[str, Any]], metric: str = "f1") -> str:
                   "|---" * (len(settings) + 3) + "|"]
         for i, m in enumerate(order):
             cells = [_fmt(agg[d][m].get(s, [])) for s in settings]
-            lines.append(f"| {i + 1} | {_label(m)} | " + " | ".join(cells) + f" | {means[m]:.3f} |")
+            lines.append(f"| {i + 1} | {m} | " + " | ".join(cells) + f" | {means[m]:.3f} |")
         lines.append("")
         drops = []
         for m in order:
@@ -67,14 +60,14 @@ def report_markdown(records: list[dict[str, Any]], metric: str = "f1") -> str:
                 if s.startswith("sar"):
                     scar = agg[d][m].get(f"scar c={s.split('c=')[1]}")
                     if scar:
-                        drops.append(f"| {_label(m)} | {s} | {np.mean(agg[d][m][s]) - np.mean(scar):+.3f} |")
+                        drops.append(f"| {m} | {s} | {np.mean(agg[d][m][s]) - np.mean(scar):+.3f} |")
         if drops:
             lines += [f"SAR minus SCAR ({metric}, same c; negative = SAR hurts):", "", "| method | SAR setting | "
                       "difference |", "|---|---|---|", *drops, ""]
     if ranks:
         lines += ["## Average rank across datasets", "", "| method | average rank | datasets |", "|---|---|---|"]
         for m in sorted(ranks, key=lambda m: np.mean(ranks[m])):
-            lines.append(f"| {_label(m)} | {np.mean(ranks[m]):.2f} | {len(ranks[m])} |")
+            lines.append(f"| {m} | {np.mean(ranks[m]):.2f} | {len(ranks[m])} |")
         lines.append("")
     times: dict[str, list[float]] = defaultdict(list)
     for r in records:
@@ -85,7 +78,7 @@ def report_markdown(records: list[dict[str, Any]], metric: str = "f1") -> str:
         lines += ["## Wall time (fit seconds per run, fastest first)", "", "| method | mean | max | runs |",
                   "|---|---|---|---|"]
         for m in sorted(times, key=lambda m: np.mean(times[m])):
-            lines.append(f"| {_label(m)} | {np.mean(times[m]):.2f} | {np.max(times[m]):.2f} | {len(times[m])} |")
+            lines.append(f"| {m} | {np.mean(times[m]):.2f} | {np.max(times[m]):.2f} | {len(times[m])} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -107,7 +100,7 @@ def plot_landscapes(records: list[dict[str, Any]], out_dir: pathlib.Path, metric
         fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(settings), 0.8 + 0.35 * len(methods)))
         im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(methods)), [_label(m) for m in methods], fontsize=7)
+        ax.set_yticks(range(len(methods)), [m for m in methods], fontsize=7)
         for i in range(len(methods)):
             for j in range(len(settings)):
                 if not math.isnan(grid[i, j]):
@@ -123,7 +116,7 @@ def plot_landscapes(records: list[dict[str, Any]], out_dir: pathlib.Path, metric
             cs = sorted(scar, key=_c_of)
             for m in methods:
                 ys = [np.mean(agg[d][m][s]) if agg[d][m].get(s) else np.nan for s in cs]
-                ax.plot([_c_of(s) for s in cs], ys, marker="o", label=_label(m))
+                ax.plot([_c_of(s) for s in cs], ys, marker="o", label=m)
             ax.set_xlabel("label frequency c")
             ax.set_ylabel(f"test {metric}")
             ax.set_title(f"{d}: {metric} vs c (SCAR)")

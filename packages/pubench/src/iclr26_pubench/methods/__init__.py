@@ -1,7 +1,7 @@
 """The PU learners behind one scikit-learn-style interface, and their registry.
 
 ``REGISTRY[key]`` is a ``MethodSpec``: the class, its family, whether it needs the prior, its tier
-(A = exact and tested, B = faithful to the benchmark configuration, C = experimental), and the CPU
+(A = exact and tested, B = faithful to the benchmark configuration), and the CPU
 budget the benchmark uses (constructor arguments that keep a digits run within a few seconds).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .vpu import VPU
 @dataclass(frozen=True)
 class MethodSpec:
     """Registry entry: ``key``, ``cls``, ``family`` ("oracle" | "baseline" | "risk" | "disambiguation" |
-    "generative"), ``needs_prior``, ``tier`` ("A" | "B" | "C"), ``cpu`` (constructor arguments of the CPU budget),
+    "generative"), ``needs_prior``, ``tier`` ("A" | "B"), ``cpu`` (constructor arguments of the CPU budget),
     ``paper`` (what the paper budget sets over the class defaults: the official backbone, early stopping)."""
 
     key: str
@@ -52,10 +52,6 @@ class MethodSpec:
     @property
     def needs_prior(self) -> bool:
         return bool(self.cls.needs_prior)
-
-    @property
-    def experimental(self) -> bool:
-        return self.tier == "C"
 
     def build(self, budget: str = "cpu", **params) -> PUEstimator:
         """An estimator with the ``"cpu"`` budget or the class defaults plus ``paper`` (``"paper"``), updated by
@@ -96,8 +92,11 @@ REGISTRY: dict[str, MethodSpec] = {m.key: m for m in [
     MethodSpec("holisticpu", HolisticPU, "disambiguation", "B", {"selection": "last"}, _OFFICIAL),
     MethodSpec("pulcpbf", PULCPBF, "disambiguation", "B", {"epochs_phase2": 30, "batch_size": 128,
                                                            "selection": "last"}, _OFFICIAL),
-    MethodSpec("lagam", LaGAM, "disambiguation", "C", {"epochs": 30, "batch_size": 128, "selection": "last"}),
-    MethodSpec("vaepu", VAEPU, "generative", "C", {"batch_size": 128, "selection": "last"}, _OFFICIAL_ES),
+    MethodSpec("lagam", LaGAM, "disambiguation", "B", {"epochs": 30, "warmup": 10, "hidden": 100, "n_clusters": 20,
+                                                      "lr": 0.01, "selection": "last"}),
+    MethodSpec("vaepu", VAEPU, "generative", "B", {"vae_epochs": 10, "epochs": 60, "threshold": "youden",
+                                                  "selection": "last"},
+               {**_OFFICIAL, "threshold": "youden", "selection": "proxy_acc", "patience": 30}),
     MethodSpec("pan", PAN, "generative", "B", {"epochs": 30, "batch_size": 128, "selection": "last"}, _OFFICIAL_ES),
     MethodSpec("cgenpu", CGenPU, "generative", "B", {"epochs": 40, "selection": "last"},
                {"selection": "proxy_acc"}),

@@ -169,6 +169,16 @@ def minibatches(n: int, batch_size: int, gen: torch.Generator, device) -> list[t
     return list(perm.split(batch_size))
 
 
+def cycled_batches(index: torch.Tensor, batch_size: int, gen: torch.Generator):
+    """Endless minibatches of ``index`` (a data loader with shuffling, restarted when exhausted): each pass is a
+    fresh random partition into batches of ``batch_size`` (last one smaller); batches of one row are skipped
+    when ``index`` has more (batch normalisation needs two)."""
+    while True:
+        for batch in index[torch.randperm(len(index), generator=gen).to(index.device)].split(batch_size):
+            if len(batch) > 1 or len(index) == 1:
+                yield batch
+
+
 class TorchPUEstimator(PUEstimator):
     """Shared training loop of the torch learners.
 
@@ -250,8 +260,9 @@ class TorchPUEstimator(PUEstimator):
         model.train(was)
         return out
 
-    def _end_epoch(self, epoch: int, X, s, prior, extra: dict | None = None) -> None:
-        """Records the epoch (training risks, validation proxies) and keeps the best checkpoint."""
+    def _end_epoch(self, epoch: int, X, s, prior, extra: dict | None = None, stop: bool = True) -> None:
+        """Records the epoch (training risks, validation proxies) and keeps the best checkpoint; with ``stop``
+        false (a warm-up stage) early stopping is suspended."""
         g = self._logits(X)
         rec: dict[str, float] = {"epoch": epoch}
         if prior is not None:
@@ -278,7 +289,7 @@ class TorchPUEstimator(PUEstimator):
         self.history_.append(rec)
         if self.verbose:
             print(f"{type(self).__name__} epoch {epoch}: " + ", ".join(f"{k}={v:.4g}" for k, v in rec.items()))
-        if self.patience is not None and self._stale >= int(self.patience):
+        if stop and self.patience is not None and self._stale >= int(self.patience):
             raise _EarlyStop
 
     def _current_threshold(self, g, s, prior) -> float:
