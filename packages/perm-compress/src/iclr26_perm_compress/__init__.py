@@ -18,7 +18,14 @@ from .data import (
     teacher_regression,
     uniform_cube,
 )
-from .experiments import dataset_experiment, error_scaling, lth_experiment, scaling_law_experiment
+from .deep import WeightedMLP, compress_mlp, dense_mlp, magnitude_prune_mlp, random_mlp_subnetwork
+from .experiments import (
+    dataset_experiment,
+    deep_experiment,
+    error_scaling,
+    lth_experiment,
+    scaling_law_experiment,
+)
 from .moments import moment_features, moments, monomial_exponents, tchakaloff_bound
 from .networks import (
     WeightedTwoLayerNet,
@@ -35,21 +42,27 @@ __all__ = [
     "MomentCompressor",
     "Teacher",
     "WeightedReplacementSampler",
+    "WeightedMLP",
     "WeightedTwoLayerNet",
     "attach_compressed_dynamics",
     "caratheodory_reduce",
     "caratheodory_step",
     "compress_dataset",
+    "compress_mlp",
     "compress_two_layer",
     "cylindrical_harmonic",
     "dataset_experiment",
+    "deep_experiment",
+    "dense_mlp",
     "dense_two_layer",
     "error_scaling",
     "load_objects",
     "lth_experiment",
+    "magnitude_prune_mlp",
     "moment_features",
     "moments",
     "monomial_exponents",
+    "random_mlp_subnetwork",
     "random_subnetwork",
     "rational_benchmark",
     "reduce_block",

@@ -3,6 +3,7 @@
 - ``error_scaling``: Fig. 2, compression error of the sigmoid benchmark vs d, with fitted slopes.
 - ``lth_experiment``: Fig. 4, the dynamical lottery ticket (full vs compressed vs random sub-network).
 - ``attention_experiment``: the attention appendix, the same comparison for the heads of an attention layer.
+- ``deep_experiment``: every wide layer of a deep MLP compressed, against random subsets and torch-pruning.
 - ``dataset_experiment``: Fig. 3, training on the full, compressed and a random data subset.
 - ``scaling_law_experiment``: Fig. 5 (dataset-size sweep), exponent of ``d' = 16 sqrt(d)`` compression.
 """
@@ -25,6 +26,7 @@ from .attention import (
 )
 from .compressor import MomentCompressor
 from .data import Teacher, compress_dataset, harmonic_regression, teacher_regression, uniform_cube
+from .deep import compress_mlp, dense_mlp, magnitude_prune_mlp, random_mlp_subnetwork
 from .networks import attach_compressed_dynamics, compress_two_layer, dense_two_layer, random_subnetwork
 from .symmetric import sigmoid_benchmark
 from .training import fit_regression, minibatch_order
@@ -295,3 +297,72 @@ def attention_experiment(n_heads: int = 4000, target_heads: int = 800, k: int = 
             "initial_rmse_to_full": initial, "output_std": output_std,
             "widths": {name: layers["random_0" if name == "random" else name].n_heads for name in curves},
             "compression_seconds": seconds}
+
+
+def deep_experiment(widths: Sequence[int] = (2000, 4, 2000), target_widths: Sequence[int | None] = (200, None, 200),
+                    k: int = 3, n_train: int = 4000, n_test: int = 4000, noise: float = 0.1, steps: int = 300,
+                    batch_size: int = 256, optimizer: str = "adam", lr: float = 1e-3, log_every: int = 20,
+                    n_random: int = 2, n_random_init: int = 20, teacher_width: int = 50, seed: int = 0,
+                    device: str | torch.device = "cpu", **compressor_options) -> dict:
+    """A deep tanh MLP ``2 -> widths -> 1`` with every wide layer compressed, against two baselines.
+
+    The student (PyTorch default init) regresses a random two-layer ReLU teacher (``teacher_width`` units,
+    targets standardised on the training set, then N(0, noise^2) added to the training targets). Methods:
+    ``compressed`` (``compress_mlp``, order ``k``, trained with the product ``1/c`` rule), ``random`` (uniform
+    subsets of the same widths and mass, ``c = d / d'``, same rule; ``n_random`` trained draws, the epoch-0
+    mismatch averaged over ``n_random_init`` draws) and, when ``torch_pruning`` is importable, ``magnitude``
+    (torch-pruning L1 structured pruning to the same widths, plain optimiser). All see the same minibatches.
+
+    Returns:
+        ``{"curves": {method: [(step, clean test MSE)]}``, ``"deviation"``, ``"gap"`` (as in ``lth_experiment``;
+        random: mean over draws), ``"initial_rmse_to_full"``, ``"output_std"``, ``"widths": {method: hidden
+        widths}``, ``"compression_seconds"``, ``"magnitude_available": bool}``.
+    """
+    dev = torch.device(device)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    teacher = Teacher(2, check_positive_int(teacher_width, "teacher_width"), rng)
+    X, _, y = teacher_regression(check_positive_int(n_train, "n_train"), 0.0, teacher, rng)
+    X_test, _, y_test = teacher_regression(check_positive_int(n_test, "n_test"), 0.0, teacher, rng)
+    mean, std = y.mean(), y.std()
+    y, y_test = (y - mean) / std + noise * rng.standard_normal(y.size), (y_test - mean) / std
+    as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=dev)  # noqa: E731
+    X, y, X_test, y_test = as_t(X), as_t(y), as_t(X_test), as_t(y_test)
+
+    full = dense_mlp((2, *widths, 1), torch.nn.Tanh, generator=gen).to(dev)
+    t0 = time.perf_counter()
+    compressed = compress_mlp(full, target_widths, k=k, random_state=seed, **compressor_options)
+    seconds = time.perf_counter() - t0
+    nets = {"full": full, "compressed": compressed}
+    nets.update({f"random_{i}": random_mlp_subnetwork(full, target_widths, rng)
+                 for i in range(check_positive_int(n_random, "n_random"))})
+    try:
+        nets["magnitude"] = magnitude_prune_mlp(full, target_widths)
+    except ImportError:
+        pass
+    with torch.no_grad():
+        ref = full(X_test)
+        rmse = lambda net: float(((net(X_test) - ref) ** 2).mean().sqrt())  # noqa: E731
+        initial = {name: rmse(net) for name, net in nets.items() if not name.startswith("random_")}
+        initial["random"] = float(np.mean([rmse(random_mlp_subnetwork(full, target_widths, rng))
+                                           for _ in range(check_positive_int(n_random_init, "n_random_init"))]))
+        output_std = float(ref.std())
+    for name, net in nets.items():
+        if name != "magnitude":
+            attach_compressed_dynamics(net)
+    order = minibatch_order(X.shape[0], check_positive_int(batch_size, "batch_size"),
+                            math.ceil(check_positive_int(steps, "steps") * batch_size / X.shape[0]), gen)[:steps]
+    log_at = set(range(0, steps + 1, max(1, log_every))) | {steps}
+    trained = {name: fit_regression(net, X, y, X_test, y_test, order, optimizer, lr, log_at)
+               for name, net in nets.items()}
+    deviation = {name: curve_deviation(c, trained["full"]) for name, c in trained.items()}
+    gap = {name: late_gap(c, trained["full"]) for name, c in trained.items()}
+    random_names = [name for name in trained if name.startswith("random_")]
+    for table in (deviation, gap):
+        table["random"] = float(np.mean([table.pop(name) for name in random_names]))
+    curves = {name: c for name, c in trained.items() if name not in random_names}
+    curves["random"] = trained["random_0"]
+    return {"curves": curves, "deviation": deviation, "gap": gap, "initial_rmse_to_full": initial,
+            "output_std": output_std,
+            "widths": {name: nets["random_0" if name == "random" else name].hidden_widths for name in curves},
+            "compression_seconds": seconds, "magnitude_available": "magnitude" in nets}

@@ -137,12 +137,18 @@ def dense_two_layer(in_features: int, width: int, out_features: int = 1, activat
     """
     net = WeightedTwoLayerNet(in_features, width, out_features, activation)
     if generator is not None:
-        with torch.no_grad():
-            for layer in (net.hidden, net.output):
-                bound = 1.0 / layer.in_features ** 0.5  # nn.Linear's default U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-                for p in (layer.weight, layer.bias):
-                    p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
+        default_init_((net.hidden, net.output), generator)
     return net
+
+
+def default_init_(layers, generator: torch.Generator) -> None:
+    """Redraws each ``nn.Linear``'s weight and bias from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's default)
+    with ``generator``, in place."""
+    with torch.no_grad():
+        for layer in layers:
+            bound = 1.0 / layer.in_features ** 0.5
+            for p in (layer.weight, layer.bias):
+                p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
 
 
 def compress_two_layer(net: nn.Module, k: int = 5, target_width: int = 1000, random_state=None,
@@ -195,7 +201,8 @@ def attach_compressed_dynamics(weighted_net: nn.Module) -> list:
     """Registers gradient hooks that divide every gradient of object j (a neuron or a head) by ``c_j``.
 
     For a ``WeightedTwoLayerNet``: ``hidden.weight`` (row j), ``hidden.bias`` (entry j) and ``output.weight``
-    (column j), the output bias left alone; for a ``WeightedMultiHeadAttention``: head j's Q, K, V and O.
+    (column j), the output bias left alone; for a ``WeightedMultiHeadAttention``: head j's Q, K, V and O; for a
+    ``WeightedMLP``: each weight by the product of the weights of the two neurons it joins (``gradient_divisors``).
     Any optimiser then runs the compressed dynamics.
 
     Returns:
@@ -205,11 +212,16 @@ def attach_compressed_dynamics(weighted_net: nn.Module) -> list:
         TypeError: not a weighted net (no ``c`` buffer and ``object_parameters``). ValueError: some ``c_j <= 0``
             (call ``prune()`` first).
     """
-    if not (isinstance(getattr(weighted_net, "c", None), torch.Tensor) and hasattr(weighted_net, "object_parameters")):
-        raise TypeError("weighted_net: expected a WeightedTwoLayerNet or WeightedMultiHeadAttention, "
+    if hasattr(weighted_net, "gradient_divisors"):
+        pairs = weighted_net.gradient_divisors()
+    elif isinstance(getattr(weighted_net, "c", None), torch.Tensor) and hasattr(weighted_net, "object_parameters"):
+        c = weighted_net.c
+        pairs = [(param, c.view(shape)) for param, shape in weighted_net.object_parameters()]
+    else:
+        raise TypeError("weighted_net: expected a WeightedTwoLayerNet, WeightedMultiHeadAttention or WeightedMLP, "
                         f"got {type(weighted_net).__name__}")
-    c = weighted_net.c
-    if not bool((c > 0).all()):
-        raise ValueError(f"weighted_net: {int((c <= 0).sum())} objects have c_j = 0; call weighted_net.prune() first")
-    return [param.register_hook(lambda g, shape=shape: g / c.view(shape))
-            for param, shape in weighted_net.object_parameters()]
+    zero = sum(int((div <= 0).any()) for _, div in pairs)
+    if zero:
+        raise ValueError(f"weighted_net: {zero} parameters belong to objects with c_j = 0; drop those objects "
+                         "first (prune())")
+    return [param.register_hook(lambda g, div=div: g / div) for param, div in pairs]
