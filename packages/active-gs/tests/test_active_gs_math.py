@@ -146,3 +146,21 @@ def test_torch_ssim_equals_scikit_image():
     a = torch.rand(20, 24, 3, generator=g, dtype=torch.float64)
     b = (a + 0.1 * torch.randn(20, 24, 3, generator=g, dtype=torch.float64)).clamp(0, 1)
     assert float(ssim_torch(a, b)) == pytest.approx(ssim(a, b), abs=1e-6)
+
+
+def test_probes_are_seen_in_front_of_the_surface_only():
+    """Never-observed space: a probe counts when it projects into the image no deeper than the surface."""
+    from iclr26_active_gs import Camera, GaussianModel
+    from iclr26_active_gs.unexplored import probe_footprint, probe_points
+
+    cam = Camera(torch.tensor([[10.0, 0, 8], [0, 10.0, 8], [0, 0, 1]]), torch.eye(3), torch.zeros(3), 16, 16)
+    alpha = torch.ones(16, 16)
+    alpha[:, 8:] = 0.0  # right half: an empty ray
+    rendered = {"alpha": alpha, "depth": 3.0 * alpha}  # left half: a surface at depth 3
+    probes = np.array([[-0.1, 0, 2.0], [-0.1, 0, 5.0], [0.1, 0, 5.0], [5.0, 0, 2.0], [0, 0, -1.0]])
+    fp = probe_footprint(probes, 0.5, cam, rendered, margin=0.1)
+    assert fp[0] == pytest.approx((10 * 0.5 / 2.0) ** 2)  # in front of the surface
+    assert fp[1] == 0 and fp[2] > 0  # behind the surface / along the empty ray
+    assert fp[3] == 0 and fp[4] == 0  # outside the image / behind the camera
+    pts, h = probe_points(GaussianModel(200, seed=0), grid=8)
+    assert len(pts) > 100 and h > 0 and np.linalg.norm(pts - pts.mean(0), axis=1).max() <= 1.0 + 1e-9

@@ -19,6 +19,7 @@ from .cameras import Camera
 from .model import GaussianModel
 from .regions import partition_regions, region_uncertainty
 from .render import render
+from .unexplored import probe_footprint, probe_points
 from .variance import variance_from_stats, view_stats
 
 FISHER_PARAMS = ("means", "log_scales", "quats", "opacity_logits", "color_logits")
@@ -86,6 +87,7 @@ class SemanticVarianceSelector(Selector):
         n_regions, knn, min_size: region partition settings (16, 8, 5).
         k_top: number of most uncertain regions scored (3).
         kappa: prior pseudo-count of the variance (1.0).
+        probe_grid: probes per axis of the never-observed-space region (``unexplored``; 0 turns it off).
         seed: K-means seed.
         bg, render_kw: background and renderer keywords.
 
@@ -93,10 +95,14 @@ class SemanticVarianceSelector(Selector):
     """
 
     def __init__(self, extractor=None, n_regions: int = 16, k_top: int = 3, kappa: float = 1.0, seed: int = 0,
-                 knn: int = 8, min_size: int = 5, bg=(1.0, 1.0, 1.0), render_kw: dict | None = None):
+                 knn: int = 8, min_size: int = 5, bg=(1.0, 1.0, 1.0), render_kw: dict | None = None,
+                 probe_grid: int = 16):
         if k_top < 1 or kappa <= 0:
             raise ValueError(f"k_top >= 1 and kappa > 0 expected, got {k_top}, {kappa}")
+        if probe_grid != 0 and probe_grid < 2:
+            raise ValueError(f"probe_grid: expected 0 (off) or >= 2, got {probe_grid}")
         self.extractor, self.n_regions, self.k_top, self.kappa, self.seed = extractor, n_regions, k_top, kappa, seed
+        self.probe_grid = probe_grid
         self.knn, self.min_size, self.bg, self.render_kw = knn, min_size, bg, dict(render_kw or {})
 
     def _select(self, model, train_images, train_cams, candidate_cams, n):
@@ -105,9 +111,20 @@ class SemanticVarianceSelector(Selector):
         labels = partition_regions(model, train_cams, stats.contrib, self.n_regions, self.knn, self.min_size, self.seed)
         opacity = model.opacity.detach().cpu().double().numpy()
         with torch.no_grad():
-            W = np.stack([render(model, c, bg=self.bg, return_contrib=True, **self.render_kw)["contrib"]
-                          .cpu().double().numpy() for c in candidate_cams])  # (C,N)
+            outs = [render(model, c, bg=self.bg, return_contrib=True, **self.render_kw) for c in candidate_cams]
+        W = np.stack([o["contrib"].cpu().double().numpy() for o in outs])  # (C,N)
         self.variance_, self.labels_ = var.copy(), labels
+        if self.probe_grid:  # never-observed space: unobserved probes with the prior variance, one more region
+            probes, h = probe_points(model, self.probe_grid)
+            with torch.no_grad():
+                seen = sum(probe_footprint(probes, h, c, render(model, c, bg=self.bg, **self.render_kw))
+                           for c in train_cams)
+            probes = probes[seen == 0]
+            W = np.concatenate([W, np.stack([probe_footprint(probes, h, c, o) for c, o in
+                                             zip(candidate_cams, outs, strict=True)])], 1)
+            var = np.concatenate([var, np.full(len(probes), stats.var0)])
+            labels = np.concatenate([labels, np.full(len(probes), labels.max() + 1)])
+            opacity = np.concatenate([opacity, np.ones(len(probes))])
         chosen: list[int] = []
         for step in range(n):
             scores, U = self.score(W, labels, var, opacity)
