@@ -2,7 +2,9 @@
 import json
 
 import pytest
+import torch
 from iclr26_shared.bench import run_and_save
+from iclr26_socp_gnn import SOCPGNN
 from iclr26_socp_gnn.bench import SOLUTION
 from iclr26_socp_gnn.cli import main
 
@@ -20,6 +22,17 @@ def test_cli_round_trip(tmp_path, capsys):
     assert main(["evaluate", "--model", str(model), "--data", str(data), "--n-timing", "2", "--out", str(out)]) == 0
     metrics = json.loads((out / "evaluation.json").read_text())
     assert {"rel_mse", "objective_gap", "timing_clarabel_ms", "timing_forward_ms"} <= set(metrics)
+    assert main(["evaluate", "--model", str(model), "--data", str(data), "--n-timing", "2", "--project",
+                 "--out", str(out), "--force"]) == 0
+    metrics = json.loads((out / "evaluation.json").read_text())
+    assert metrics["projection_failures"] == 0 and metrics["projected_violation_max"] <= 1e-6
+    assert metrics["timing_pipeline_ms"] > metrics["timing_projection_ms"] > 0
+    assert metrics["projected_cone_violation_max"] <= 1e-6 < metrics["cone_violation_max"]
+    feas = tmp_path / "feasibility.pt"
+    torch.save({"kind": "gnn", "config": SOCPGNN(hidden=4, layers=1).config,
+                "state": SOCPGNN(hidden=4, layers=1).state_dict()}, feas)
+    assert main(["evaluate", "--model", str(feas), "--data", str(data), "--project", "--out", str(tmp_path / "p")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: --project: expected a solution model")
     with pytest.raises(SystemExit) as refused:
         main(["evaluate", "--model", str(tmp_path / "missing.pt"), "--data", str(data)])
     assert refused.value.code == 2 and "--model: expected an existing file" in capsys.readouterr().err
@@ -30,6 +43,11 @@ def test_cli_round_trip(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         main(["fit", "--data", str(data), "--hidden", "0", "--out", str(tmp_path / "h")])
     assert refused.value.code == 2 and "--hidden: expected a positive integer, got '0'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["opf", "--hidden", "0", "--out", str(tmp_path / "o")])
+    assert refused.value.code == 2 and "--hidden: expected a positive integer, got '0'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="hidden, layers: expected positive integers, got 0, 4"):
+        SOCPGNN(hidden=0, layers=4)
 
 
 def test_smoke_benchmark_writes_the_json_contract(tmp_path):
@@ -43,3 +61,11 @@ def test_smoke_benchmark_writes_the_json_contract(tmp_path):
     assert all({"name", "paper", "measured", "criterion", "holds"} <= set(c) for c in d["claims"])
     perm = next(c for c in d["claims"] if c["name"] == "permutation_equivariance_solution")
     assert perm["holds"] is True
+    # the projection restores feasibility at any training budget (the smoke models are barely trained)
+    feasible = next(c for c in d["claims"] if c["name"] == "projected_solution_feasible")
+    assert feasible["holds"] is True and d["metrics"]["projection_failures"] == 0
+    gnn = [r for r in d["rows"] if r["method"] == "gnn"]
+    assert all(r["projected_cone_violation_max"] <= 1e-6 < r["cone_violation_max"] for r in gnn)
+    timing = next(r for r in d["rows"] if r["method"] == "timing")
+    assert timing["pipeline_ms"] == pytest.approx(timing["graph_build_ms"] + timing["forward_ms"]
+                                                  + timing["projection_ms"])

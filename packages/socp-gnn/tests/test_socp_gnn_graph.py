@@ -1,12 +1,17 @@
-"""Graph construction, WL colours, GNN equivariance, norm representability and gradient flow."""
+"""Graph construction, WL colours, GNN equivariance, norm representability, gradient flow, the graph dataset."""
+import dataclasses
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iclr26_socp_gnn import SOCP, SOCPGNN, FlatMLP, WeightedSum, from_heterodata, random_socp, to_heterodata, wl_colors
+from iclr26_socp_gnn.data import SOCPDataset, SOCPGraphs
 from iclr26_socp_gnn.graph import EDGE_TYPES
-from torch_geometric.data import Batch
+from torch_geometric.data import Batch, InMemoryDataset
+from torch_geometric.loader import DataLoader
 
 
 def with_linear_rows(P, seed):
@@ -117,7 +122,7 @@ def test_membership_edges_represent_the_norm():
     d = to_heterodata(P, torch.float64)
     h_row = torch.as_tensor(np.concatenate([a @ x + b for a, b in zip(P.A, P.b)]))[:, None]
     ei, w = d[EDGE_TYPES[2]].edge_index, d[EDGE_TYPES[2]].edge_weight
-    out = WeightedSum(phi=lambda h: h**2)(h_row, ei, w, P.m).squeeze(-1).numpy()
+    out = WeightedSum(phi=lambda h: h**2)(h_row, ei, w, size=(len(h_row), P.m)).squeeze(-1).numpy()
     np.testing.assert_allclose(out, [np.sum((a @ x + b) ** 2) for a, b in zip(P.A, P.b)], rtol=1e-12)
 
 
@@ -158,3 +163,34 @@ def test_gnn_on_cuda_matches_cpu():
         cpu = model(d)
         gpu = model.to("cuda")(d.to("cuda")).cpu()
     assert torch.allclose(cpu, gpu, atol=1e-8)
+
+
+def same_instance(P, Q):
+    for name in ("c", "g", "lb", "ub"):
+        np.testing.assert_array_equal(getattr(Q, name), getattr(P, name))
+    for i in range(P.m):
+        for name in ("A", "b", "f"):
+            np.testing.assert_array_equal(getattr(Q, name)[i], getattr(P, name)[i])
+    assert (Q.p, Q.offset, Q.q, Q.sense) == (P.p, P.offset, P.q, P.sense)
+
+
+@pytest.mark.parametrize("task", ["feasibility", "solution"])
+def test_graph_dataset_round_trips_through_tensors_and_refuses_pickles(tmp_path, task):
+    items = [(dataclasses.replace(random_socp(6, 3, 2, g_shift=1.0, p=3.0, seed=s), offset=0.25 * s),
+              s % 2 if task == "feasibility" else np.arange(6.0) * s) for s in range(5)]
+    items.append((instance(7), 1 if task == "feasibility" else np.ones(7)))  # linear rows of every sense, inf bounds
+    ds = SOCPGraphs.from_items(SOCPDataset(items, {"task": task, "seed": 3}))
+    assert len(ds) == len(items) and isinstance(ds, InMemoryDataset)
+    back = SOCPGraphs.read(ds.write(tmp_path / "cache")).to_items()
+    assert back.meta == {"task": task, "seed": 3}
+    for (P, y), (Q, z) in zip(items, back):
+        same_instance(P, Q)
+        np.testing.assert_array_equal(z, y)
+    # graphs from the dataset batch with PyG's DataLoader like freshly built ones
+    batch = next(iter(DataLoader(ds, batch_size=len(ds))))
+    assert batch.num_graphs == len(items) and batch["var"].x.shape[0] == sum(P.n for P, _ in items)
+    torch.save({"obj": Fraction(1, 3)}, tmp_path / "cache" / "graphs.pt")  # needs the full unpickler
+    with pytest.raises(ValueError, match="graphs.pt is not a socp-gnn graph dataset"):
+        SOCPGraphs.read(tmp_path / "cache")
+    with pytest.raises(FileNotFoundError, match="folder: expected"):
+        SOCPGraphs.read(tmp_path / "missing")

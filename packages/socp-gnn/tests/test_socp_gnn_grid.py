@@ -58,7 +58,8 @@ def test_gnn_output_follows_the_loads_at_initialisation():
     import torch
     from iclr26_socp_gnn.grid import socp_opf
     from iclr26_socp_gnn.models import SOCPGNN
-    from iclr26_socp_gnn.train import graphs, make_batches, set_scaling
+    from iclr26_socp_gnn.train import graphs, set_scaling
+    from torch_geometric.data import Batch
 
     items = [(socp_opf("case9", seed=s), np.zeros(33)) for s in range(16)]
     items = [(P, np.linspace(0.0, 1.0, P.n) + 0.01 * i) for i, (P, _) in enumerate(items)]
@@ -67,6 +68,6 @@ def test_gnn_output_follows_the_loads_at_initialisation():
     data = graphs(items, "solution")
     set_scaling(model, data, "variable")
     with torch.no_grad():
-        out = model(make_batches(data, len(data), "cpu")[0]).reshape(len(items), -1)
+        out = model(Batch.from_data_list(data)).reshape(len(items), -1)
     z = (out - model.y_mean) / model.y_std
     assert float(z.std(0).mean()) > 1e-2 * float(z.abs().mean())

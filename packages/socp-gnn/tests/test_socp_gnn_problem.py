@@ -2,7 +2,7 @@
 import cvxpy as cp
 import numpy as np
 import pytest
-from iclr26_socp_gnn import SOCP, label_instance, random_socp, solve
+from iclr26_socp_gnn import SOCP, CompiledSOCP, label_instance, project, random_socp, solve
 
 
 def ball(c, t, p=2.0):
@@ -122,3 +122,93 @@ def test_solver_status_other_than_optimal_or_infeasible_is_never_labelled():
     P = SOCP(c=np.array([0.0, 1.0]), A=[np.array([[1.0, 0]])], b=[np.zeros(1)], f=[np.zeros(2)], g=np.array([1.0]))
     label, outcome, _ = label_instance(P, "feasibility")
     assert (label, outcome) == (None, "discarded")
+
+
+def feasible_instances(count, seed=11):
+    """Feasible random instances with their min-norm optima (the solution task's data)."""
+    out, i = [], 0
+    while len(out) < count:
+        P = random_socp(seed=[seed, i])
+        res = solve(P)
+        if res.status == "optimal":
+            out.append((P, res.x))
+        i += 1
+    return out
+
+
+def test_projection_leaves_feasible_points_in_place():
+    for P, x_star in feasible_instances(12):
+        # the optimum lies on the boundary (active cones and bounds); the midpoint with an interior point is inside
+        for x in (x_star, 0.5 * (x_star + project(P, np.zeros(P.n)).x)):
+            res = project(P, x)
+            assert res.status in ("optimal", "optimal_inaccurate")
+            assert np.max(np.abs(res.x - x)) <= 1e-6
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0])
+def test_projection_is_feasible_and_matches_cvxpy(p):
+    rng = np.random.default_rng(4)
+    for i in range(5):
+        P = random_socp(p=p, seed=[12, i])
+        if solve(P, min_norm=False).status != "optimal":
+            continue
+        x_hat = 2.0 * rng.standard_normal(P.n)  # far outside the box [-1, 1]^n and the cones
+        res = project(P, x_hat)
+        r = P.residuals(res.x)
+        assert max(r["cone_max"], r["bound_max"]) <= 1e-6
+        prob, x = P.to_cvxpy(objective=lambda v, x_hat=x_hat: cp.sum_squares(v - x_hat))
+        prob.solve(solver=cp.CLARABEL)
+        dist = np.linalg.norm(res.x - x_hat)
+        assert abs(dist - np.sqrt(prob.value)) <= 1e-6 * (1 + dist)
+        np.testing.assert_allclose(res.x, x.value, atol=1e-4)
+        assert np.linalg.norm(res.x - x_hat) > 0.1  # the point did move
+
+
+def test_projection_with_linear_rows_and_a_closed_form():
+    # the unit ball with x_0 == 0.5: the projection of (3, 0, 0) is (0.5, 0, 0), of (0.5, 2, 0) is (0.5, √0.75, 0)
+    P = SOCP(c=np.zeros(3), A=[np.eye(3)], b=[np.zeros(3)], f=[np.zeros(3)], g=np.array([1.0]),
+             E=np.array([[1.0, 0.0, 0.0]]), h=np.array([0.5]), sense=["=="])
+    np.testing.assert_allclose(project(P, np.array([3.0, 0.0, 0.0])).x, [0.5, 0.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(project(P, np.array([0.5, 2.0, 0.0])).x, [0.5, np.sqrt(0.75), 0.0], atol=1e-7)
+    assert project(ball(np.ones(3), -1.0), np.zeros(3)).status == "infeasible"
+
+
+def test_projection_refuses_bad_points():
+    P = ball(np.ones(3), 1.0)
+    with pytest.raises(ValueError, match=r"x_hat: expected shape \(3,\), got \(4,\)"):
+        project(P, np.zeros(4))
+    with pytest.raises(ValueError, match="x_hat: expected finite numbers"):
+        project(P, np.array([0.0, np.nan, 0.0]))
+    with pytest.raises(ValueError, match="tol: expected a positive number"):
+        project(P, np.zeros(3), tol=0.0)
+
+
+def test_compiled_cvxpy_problem_agrees_with_clarabel_and_refuses_other_layouts():
+    items = feasible_instances(3, seed=13)
+    compiled = CompiledSOCP(items[0][0])
+    for P, _ in items:
+        direct = solve(P, min_norm=False)
+        res = compiled.solve(P)
+        assert res.status == "optimal" and abs(res.obj - direct.obj) <= 1e-6 * (1 + abs(direct.obj))
+    assert compiled.solve(random_socp(seed=[13, 99], g_shift=-20.0)).status == "infeasible"  # same layout
+    with pytest.raises(ValueError, match="P: expected an instance of layout"):
+        compiled.solve(random_socp(n=8, seed=1))
+
+
+def test_projection_retries_in_the_squared_form_after_a_numerical_error(monkeypatch):
+    import iclr26_socp_gnn.problem as problem
+
+    P, x_star = feasible_instances(1, seed=14)[0]
+    x_hat = x_star + 1.5
+    expected = project(P, x_hat)
+    real, calls = problem._run_clarabel, []
+
+    def fails_first(*args):
+        calls.append(args)
+        return ("other:NumericalError", None, 0.0) if len(calls) == 1 else real(*args)
+
+    monkeypatch.setattr(problem, "_run_clarabel", fails_first)
+    res = project(P, x_hat)
+    assert res.status == "optimal_squared" and len(calls) == 2
+    np.testing.assert_allclose(res.x, expected.x, atol=1e-4)
+    assert max(P.residuals(res.x)[k] for k in ("cone_max", "bound_max")) <= 1e-6

@@ -6,7 +6,8 @@ from iclr26_socp_gnn import bench
 from iclr26_socp_gnn.bench import GRID
 from iclr26_socp_gnn.data import random_socp
 from iclr26_socp_gnn.models import SOCPGNN, build_model
-from iclr26_socp_gnn.train import graphs, make_batches, predict, set_scaling
+from iclr26_socp_gnn.train import graphs, predict, set_scaling
+from torch_geometric.data import Batch
 
 
 def _items(n_items=30, n=6, seed=0):
@@ -44,7 +45,7 @@ def test_pooled_scaling_standardises_inputs_and_keeps_scalar_targets():
     data = graphs(items, "solution")
     set_scaling(model, data, "pooled")
     assert model.y_mean.dim() == 0 and model.y_std.dim() == 0 and model.h_mean.numel() == 0
-    feats, edges = model.inputs(make_batches(data, len(data), "cpu")[0])
+    feats, edges = model.inputs(Batch.from_data_list(data))
     x = feats["var"]
     assert float(x[:, 0].mean()) == pytest.approx(0.0, abs=1e-5) and float(x[:, 0].std()) == pytest.approx(1.0, 0.05)
     # the bound columns are constant (+-1): centred to zero, not divided by a zero std

@@ -9,13 +9,13 @@ from .data import SOCPDataset, calibrate_g_shift, label_instance, load_dataset, 
 from .graph import from_heterodata, to_heterodata, wl_colors
 from .grid import bus_balance_residual, opf_dataset, socp_opf
 from .models import SOCPGNN, FlatMLP, WeightedSum, build_model, count_parameters
-from .problem import SOCP, SolveResult, solve
+from .problem import SOCP, CompiledSOCP, SolveResult, project, solve
 from .train import History, evaluate, fit, predict
 
 __version__ = _version("iclr26-socp-gnn")
 __all__ = [
     "__version__",
-    "SOCP", "SolveResult", "solve",
+    "SOCP", "SolveResult", "solve", "project", "CompiledSOCP",
     "to_heterodata", "from_heterodata", "wl_colors",
     "SOCPGNN", "FlatMLP", "WeightedSum", "build_model", "count_parameters",
     "random_socp", "make_dataset", "calibrate_g_shift", "label_instance", "save_dataset", "load_dataset",

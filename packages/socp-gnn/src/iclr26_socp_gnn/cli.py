@@ -106,8 +106,11 @@ def _evaluate(args) -> int:
     (out,) = output_paths(args, "evaluation.json")
     model = load_model(args.model)
     ds = _dataset(args.data)
+    if args.project and model.task != "solution":
+        raise usage_error("--project", "a solution model (projection restores predicted solutions)",
+                          f"a {model.task} model in {str(args.model)!r}")
     device = resolve_device(args.device)
-    metrics = evaluate(model, list(ds), device=device)
+    metrics = evaluate(model, list(ds), device=device, project=args.project)
     metrics.update({f"timing_{k}": v for k, v in inference_timing(model, list(ds)[: args.n_timing], device).items()})
     for k, v in metrics.items():
         print(f"{k:28s} {v:.6g}")
@@ -180,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", type=existing_file, required=True, help="model.pt written by fit")
     e.add_argument("--data", type=existing_file, required=True, help="dataset.json written by generate")
     e.add_argument("--n-timing", type=positive_int, default=50, help="instances timed against Clarabel")
+    e.add_argument("--project", action="store_true",
+                   help="also restore every predicted solution to feasibility (one Clarabel projection each) and "
+                        "report the projected metrics")
     e.set_defaults(handler=_evaluate)
 
     o = sub.add_parser("opf", parents=[common],

@@ -10,8 +10,11 @@ import json
 import pathlib
 
 import numpy as np
+import torch
 from iclr26_shared.cache import cache_dir
+from torch_geometric.data import HeteroData, InMemoryDataset
 
+from .graph import from_heterodata, graphs
 from .grid import socp_opf  # noqa: F401  (the spec's data.socp_opf; lives in grid, needs the [grid] extra)
 from .problem import SOCP, solve
 
@@ -147,7 +150,7 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
     seed ``[seed, stream, i]`` (another ``stream`` gives a disjoint test set); candidates are taken in index
     order, so the result does not depend on ``n_jobs``.
     ``meta`` records ``g_shift``, the feasible fraction among candidates, the discarded count and the
-    mean solver time. ``cache=True`` stores/reuses the dataset under the user cache directory.
+    mean solver time. ``cache=True`` stores/reuses the dataset under the user cache directory (``SOCPGraphs``).
     """
     if task not in TASKS:
         raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
@@ -157,9 +160,9 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
     if g_shift is None:
         g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
     key = hashlib.sha1(repr((task, n_instances, n, m, k, float(p), seed, stream, density, bounds, g_shift)).encode())
-    path = cache_dir("socp-gnn") / f"dataset_{task}_{key.hexdigest()[:16]}.json"
-    if cache and path.exists():
-        return load_dataset(path)
+    folder = cache_dir("socp-gnn") / f"graphs_{task}_{key.hexdigest()[:16]}"
+    if cache and SOCPGraphs.exists(folder):
+        return SOCPGraphs.read(folder).to_items()
     need = {"feasible": n_instances // 2, "infeasible": n_instances - n_instances // 2} if task == "feasibility" \
         else {"feasible": n_instances, "infeasible": 0}
     got = {"feasible": [], "infeasible": []}
@@ -186,7 +189,7 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
                 mean_solve_ms=1e3 * stats["solve_seconds"] / max(1, stats["candidates"]), **stats)
     ds = SOCPDataset(items, meta)
     if cache:
-        save_dataset(path, ds)
+        SOCPGraphs.from_items(ds).write(folder)
     return ds
 
 
@@ -270,3 +273,77 @@ def load_dataset(path) -> SOCPDataset:
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"path: {path} holds a malformed socp-gnn dataset ({err})") from None
     return SOCPDataset(items, obj["meta"])
+
+
+class SOCPGraphs(InMemoryDataset):
+    """Labelled instances as PyG graphs: one collated ``HeteroData`` in memory, tensors on disk (the dataset cache).
+
+    Graph ``i`` is ``to_heterodata(P_i, float64)`` with its label attached as ``graph.graphs`` does (``y``, or
+    ``var.y`` for solutions) and the graph attributes ``p`` and ``offset``, so ``to_items`` recovers every ``SOCP``
+    exactly (``from_heterodata``). ``write(folder)`` stores ``graphs.pt`` (PyG's collated tensors and slices,
+    ``torch.save``) and ``meta.json``; ``read(folder)`` loads them back with ``torch.load(weights_only=True)``:
+    tensors and PyG's registered data classes only, nothing else is unpickled.
+    """
+
+    FILES = ("graphs.pt", "meta.json")
+
+    def __init__(self, data=None, slices=None, meta: dict | None = None):
+        super().__init__(None, log=False)
+        self.data, self.slices, self.meta = data, slices, dict(meta or {})
+
+    @classmethod
+    def from_items(cls, items: SOCPDataset) -> SOCPGraphs:
+        """Collates ``items`` (its ``meta["task"]`` says how labels are attached)."""
+        data_list = graphs(items, items.meta["task"], torch.float64)
+        for d, (P, _) in zip(data_list, items):
+            d.p = torch.tensor([P.p], dtype=torch.float64)
+            d.offset = torch.tensor([P.offset], dtype=torch.float64)
+        data, slices = cls.collate(data_list)
+        return cls(data, slices, items.meta)
+
+    @classmethod
+    def exists(cls, folder) -> bool:
+        """True when ``folder`` holds a written dataset."""
+        return all((pathlib.Path(folder) / f).is_file() for f in cls.FILES)
+
+    def write(self, folder) -> pathlib.Path:
+        """Writes ``graphs.pt`` and ``meta.json`` into ``folder`` (created), each atomically; returns the folder."""
+        from iclr26_shared.bench import atomic_path, write_json_atomic
+
+        folder = pathlib.Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(folder / "graphs.pt") as tmp:
+            torch.save((self._data.to_dict(), self.slices), tmp)
+        write_json_atomic(folder / "meta.json", _plain(self.meta))
+        return folder
+
+    @classmethod
+    def read(cls, folder) -> SOCPGraphs:
+        """Loads a dataset written by ``write``.
+
+        Raises:
+            FileNotFoundError: a file is missing. ValueError: ``graphs.pt`` holds more than tensors and PyG data.
+        """
+        folder = pathlib.Path(folder)
+        if not cls.exists(folder):
+            raise FileNotFoundError(f"folder: expected {cls.FILES} in {folder}")
+        try:
+            data, slices = torch.load(folder / "graphs.pt", weights_only=True)
+        except Exception as err:  # the weights-only unpickler refuses anything but tensors and allow-listed classes
+            raise ValueError(f"folder: {folder / 'graphs.pt'} is not a socp-gnn graph dataset "
+                             f"({type(err).__name__})") from None
+        return cls(HeteroData.from_dict(data), slices, json.loads((folder / "meta.json").read_text()))
+
+    def to_items(self) -> SOCPDataset:
+        """The ``(SOCP, label)`` pairs back (float64 graphs: exact), with ``meta``."""
+        task, items = self.meta["task"], []
+        for i in range(len(self)):
+            d = self.get(i)
+            P = dataclasses.replace(from_heterodata(d), p=float(d.p), offset=float(d.offset))
+            if task == "solution":
+                label = d["var"].y.numpy().astype(float)
+            else:
+                y = float(d.y)
+                label = int(y) if task == "feasibility" else y
+            items.append((P, label))
+        return SOCPDataset(items, self.meta)

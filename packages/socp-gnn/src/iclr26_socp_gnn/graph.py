@@ -72,6 +72,22 @@ def to_heterodata(P: SOCP, dtype: torch.dtype = torch.float32) -> HeteroData:
     return data
 
 
+def graphs(items, task: str, dtype: torch.dtype = torch.float32) -> list:
+    """One ``HeteroData`` per ``(SOCP, label)`` with the label attached: ``y`` (graph) or ``var.y`` (solution)."""
+    out = []
+    for P, label in items:
+        d = to_heterodata(P, dtype=dtype)
+        if task == "solution":
+            y = np.asarray(label, float)
+            if y.shape != (P.n,):
+                raise ValueError(f"label: expected a solution of shape ({P.n},), got {y.shape}")
+            d["var"].y = torch.as_tensor(y, dtype=dtype)
+        else:
+            d.y = torch.as_tensor([float(label)], dtype=dtype)
+        out.append(d)
+    return out
+
+
 def from_heterodata(data: HeteroData) -> SOCP:
     """Reads the instance back from a graph made by ``to_heterodata`` (exact inverse)."""
     var, row, cone, lin = (data[t].x.double().cpu().numpy() for t in ("var", "row", "cone", "lin"))

@@ -7,11 +7,12 @@ Inputs are standardised and outputs returned in the data's units by the scaling 
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch_geometric.nn import MessagePassing, global_add_pool
+from torch_geometric.nn import HeteroConv, MessagePassing, global_add_pool
 
 from .graph import EDGE_TYPES, NODE_DIMS
 
@@ -33,65 +34,88 @@ def mlp(d_in: int, hidden: int, d_out: int | None = None) -> nn.Sequential:
 
 
 class WeightedSum(MessagePassing):
-    """Sum aggregation of weighted messages: ``out_v = Σ_{(u,v)} w_uv · φ(h_u)``.
+    """Sum aggregation of weighted messages: ``out_v = Σ_{(u,v)} w_uv · φ(h_u)``, a bipartite PyG ``MessagePassing``.
 
-    ``φ`` is applied to the source nodes once (``phi``; identity by default), then each edge carries
-    ``w_uv · φ(h_u)`` and destinations add them up.
+    ``φ`` (``phi``, a module or function; identity by default) is applied to the source nodes once, then each edge
+    carries ``w_uv · φ(h_u)`` and destinations add them up. Called as ``conv((h_src, h_dst), edge_index, edge_weight)``
+    (the form ``HeteroConv`` uses; ``h_dst`` only fixes the number of destinations) or with ``size=(N_src, N_dst)``.
     """
 
     def __init__(self, phi: Callable[[torch.Tensor], torch.Tensor] | None = None):
         super().__init__(aggr="add")
         self.phi = phi
 
-    def forward(self, h_src: torch.Tensor, edge_index: torch.Tensor, weight: torch.Tensor, n_dst: int) -> torch.Tensor:
-        """h_src (N_src, d), edge_index (2, E) source->destination, weight (E,) -> (n_dst, d)."""
+    def forward(self, x, edge_index: torch.Tensor, edge_weight: torch.Tensor,
+                size: tuple[int, int] | None = None) -> torch.Tensor:
+        """x: (h_src (N_src, d), h_dst (N_dst, ·)) or h_src; edge_index (2, E) source->destination; edge_weight (E,).
+
+        Returns (N_dst, d'), d' the width of ``phi``'s output.
+        """
+        h_src, h_dst = x if isinstance(x, tuple) else (x, None)
+        if size is None:
+            if h_dst is None:
+                raise ValueError("size: expected (N_src, N_dst) when no destination features are given, got None")
+            size = (h_src.size(0), h_dst.size(0))
         msg = h_src if self.phi is None else self.phi(h_src)
-        return self.propagate(edge_index, x=(msg, None), w=weight, size=(msg.size(0), n_dst))
+        return self.propagate(edge_index, x=(msg, None), w=edge_weight, size=size)
 
     def message(self, x_j: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return w.unsqueeze(-1) * x_j
 
 
+# the variables receive along every edge type in reverse
+REVERSE = {(s, rel, d): (d, f"rev_{rel}", s) for s, rel, d in (VR, VC, VL)}
+
+
 class SOCPLayer(nn.Module):
     """One round: rows, then cones, then linear rows, then variables (the four message phases).
 
-    Each phase updates its node type, ``h ← U(h, messages)`` (the spec), or with ``residual=True``
-    ``h ← LayerNorm(h + U(h, messages))``: the residual path and the per-node normalisation keep an input that
-    moves little across instances (a bus load on a power grid) from fading through the stacked MLPs, and the
-    LayerNorm acts node by node, so equivariance is kept. With ``membership=False`` (the cone-blind ablation)
-    cones ignore their rows: the ``row→cone`` sum is dropped.
+    Messages are ``WeightedSum`` convolutions (``w · MLP(source)`` summed at the destination), grouped into PyG
+    ``HeteroConv``s by phase: ``from_vars`` (var→row, var→cone, var→lin, from the current variable states),
+    ``rows_to_cones`` (from the updated rows, so a cone sees its own norm rows of this round), ``to_vars``
+    (row→var, cone→var, lin→var from the updated states, concatenated in that order). Each node type is then
+    updated, ``h ← U(h, messages)`` (the spec), or with ``residual=True`` ``h ← LayerNorm(h + U(h, messages))``:
+    the residual path and the per-node normalisation keep an input that moves little across instances (a bus
+    load on a power grid) from fading through the stacked MLPs, and the LayerNorm acts node by node, so
+    equivariance is kept. With ``membership=False`` (the cone-blind ablation) cones ignore their rows.
     """
 
     def __init__(self, hidden: int, membership: bool = True, residual: bool = False):
         super().__init__()
         H = hidden
         self.membership = membership
-        self.M_vr, self.M_vc, self.M_rc, self.M_vl = mlp(H, H), mlp(H, H), mlp(H, H), mlp(H, H)
-        self.M_rv, self.M_cv, self.M_lv = mlp(H, H), mlp(H, H), mlp(H, H)
-        self.U_row, self.U_cone, self.U_lin, self.U_var = mlp(2 * H, H), mlp(3 * H, H), mlp(2 * H, H), mlp(4 * H, H)
+        with warnings.catch_warnings():
+            # each HeteroConv is one phase: its source types are updated by the other phases, not by it, which is
+            # what HeteroConv warns about
+            warnings.filterwarnings("ignore", message="There exist node types", category=UserWarning)
+            self.from_vars = HeteroConv({et: WeightedSum(mlp(H, H)) for et in (VR, VC, VL)}, aggr="sum")
+            self.rows_to_cones = WeightedSum(mlp(H, H))  # one relation; a HeteroConv around it would add nothing
+            self.to_vars = HeteroConv({REVERSE[et]: WeightedSum(mlp(H, H)) for et in (VR, VC, VL)}, aggr="cat")
+        self.update = nn.ModuleDict({"row": mlp(2 * H, H), "cone": mlp(3 * H, H), "lin": mlp(2 * H, H),
+                                     "var": mlp(4 * H, H)})
         self.norm = nn.ModuleDict({t: nn.LayerNorm(H) for t in NODE_DIMS}) if residual else None
-        self.agg = WeightedSum()
 
-    def _update(self, t: str, h: torch.Tensor, U: nn.Module, *messages: torch.Tensor) -> torch.Tensor:
-        new = U(torch.cat([h, *messages], -1))
+    def _update(self, t: str, h: torch.Tensor, *messages: torch.Tensor) -> torch.Tensor:
+        new = self.update[t](torch.cat([h, *messages], -1))
         return new if self.norm is None else self.norm[t](h + new)
 
     def forward(self, h: dict[str, torch.Tensor], edges: dict) -> dict[str, torch.Tensor]:
-        """h: type -> (num_nodes, H); edges: edge type -> (edge_index (2, E), weight (E,))."""
-        nv, nr, nc, nl = (h[t].size(0) for t in ("var", "row", "cone", "lin"))
-        (ei_vr, w_vr), (ei_vc, w_vc), (ei_rc, w_rc), (ei_vl, w_vl) = (edges[et] for et in EDGE_TYPES)
-        h_row = self._update("row", h["row"], self.U_row, self.agg(self.M_vr(h["var"]), ei_vr, w_vr, nr))
-        from_rows = self.agg(self.M_rc(h_row), ei_rc, w_rc, nc)
+        """h: type -> (num_nodes, H); edges: edge type -> (edge_index (2, E), weight (E,)). Returns the new h."""
+        index = {et: ei for et, (ei, _) in edges.items()}
+        weight = {et: w for et, (_, w) in edges.items()}
+        m = self.from_vars(h, index, edge_weight_dict=weight)
+        h_row = self._update("row", h["row"], m["row"])
+        ei_rc, w_rc = edges[RC]
+        from_rows = self.rows_to_cones((h_row, h["cone"]), ei_rc, w_rc)
         if not self.membership:
             from_rows = torch.zeros_like(from_rows)
-        h_cone = self._update("cone", h["cone"], self.U_cone, self.agg(self.M_vc(h["var"]), ei_vc, w_vc, nc),
-                              from_rows)
-        h_lin = self._update("lin", h["lin"], self.U_lin, self.agg(self.M_vl(h["var"]), ei_vl, w_vl, nl))
-        h_var = self._update("var", h["var"], self.U_var,
-                             self.agg(self.M_rv(h_row), ei_vr.flip(0), w_vr, nv),
-                             self.agg(self.M_cv(h_cone), ei_vc.flip(0), w_vc, nv),
-                             self.agg(self.M_lv(h_lin), ei_vl.flip(0), w_vl, nv))
-        return {"var": h_var, "row": h_row, "cone": h_cone, "lin": h_lin}
+        h_cone = self._update("cone", h["cone"], m["cone"], from_rows)
+        h_lin = self._update("lin", h["lin"], m["lin"])
+        new = {"var": h["var"], "row": h_row, "cone": h_cone, "lin": h_lin}
+        back = {REVERSE[et]: index[et].flip(0) for et in REVERSE}
+        m_var = self.to_vars(new, back, edge_weight_dict={REVERSE[et]: weight[et] for et in REVERSE})
+        new["var"] = self._update("var", h["var"], m_var["var"])
+        return new
 
 
 def _graph_index(batch, node_type: str) -> tuple[torch.Tensor, int]:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from torch_geometric.data import Batch
+from torch_geometric.loader import DataLoader
 
-from .graph import EDGE_TYPES, NODE_DIMS, to_heterodata
+from .graph import EDGE_TYPES, NODE_DIMS, graphs, to_heterodata
 from .problem import SOCP
+from .problem import project as project_point
 
 
 @dataclass
@@ -30,31 +31,8 @@ def _check_items(items, name: str):
         raise TypeError(f"{name}: every item must be an (SOCP, label) pair")
 
 
-def graphs(items, task: str, dtype: torch.dtype = torch.float32) -> list:
-    """One ``HeteroData`` per ``(SOCP, label)`` with the label attached: ``y`` (graph) or ``var.y`` (solution)."""
-    out = []
-    for P, label in items:
-        d = to_heterodata(P, dtype=dtype)
-        if task == "solution":
-            y = np.asarray(label, float)
-            if y.shape != (P.n,):
-                raise ValueError(f"label: expected a solution of shape ({P.n},), got {y.shape}")
-            d["var"].y = torch.as_tensor(y, dtype=dtype)
-        else:
-            d.y = torch.as_tensor([float(label)], dtype=dtype)
-        out.append(d)
-    return out
-
-
 def _targets(batch, task: str) -> torch.Tensor:
     return batch["var"].y if task == "solution" else batch.y
-
-
-def make_batches(data_list, batch_size: int, device, order=None) -> list:
-    """Collates graphs into PyG ``Batch``es of ``batch_size`` (in ``order``), moved to ``device``."""
-    order = list(range(len(data_list)) if order is None else order)
-    return [Batch.from_data_list([data_list[i] for i in order[s:s + batch_size]]).to(device)
-            for s in range(0, len(order), batch_size)]
 
 
 SCALINGS = ("pooled", "variable")
@@ -155,8 +133,10 @@ def fit(model, train, val=None, epochs: int = 300, lr: float = 1e-3, batch_size:
         opt, lambda s: (lr_min + 0.5 * (lr - lr_min) * (1 + math.cos(math.pi * min(s, steps) / steps))) / lr)
     gen = torch.Generator().manual_seed(seed)
     # collating PyG batches costs about as much as a step on these small graphs: draw N_SHUFFLES random
-    # partitions into batches once and cycle through them (batch order still reshuffled every epoch)
-    partitions = [make_batches(data, batch_size, device, torch.randperm(len(data), generator=gen).tolist())
+    # partitions into batches once (a DataLoader over a random order) and cycle through them (batch order still
+    # reshuffled every epoch)
+    partitions = [[batch.to(device) for batch in DataLoader(data, batch_size=batch_size,
+                                                            sampler=torch.randperm(len(data), generator=gen).tolist())]
                   for _ in range(min(epochs, N_SHUFFLES))]
     hist, best, start = History(), None, time.perf_counter()
     for epoch in range(1, epochs + 1) if progress is None else progress(range(1, epochs + 1)):
@@ -204,11 +184,11 @@ def predict(model, items, device="cpu", batch_size: int = 512) -> list:
     dtype = next(model.parameters()).dtype
     data = [to_heterodata(P, dtype=dtype) for P, *_ in items]
     out = []
-    for batch in make_batches(data, batch_size, device):
+    for batch in DataLoader(data, batch_size=batch_size):
+        batch = batch.to(device)
         z = model(batch)
         if model.task == "solution":
-            sizes = (batch["var"].ptr[1:] - batch["var"].ptr[:-1]).tolist()
-            out += [v.cpu().numpy().astype(float) for v in torch.split(z, sizes)]
+            out += unbatch_solution(z, batch)
         elif model.task == "feasibility":
             out += torch.sigmoid(z).cpu().numpy().astype(float).tolist()
         else:
@@ -216,17 +196,35 @@ def predict(model, items, device="cpu", batch_size: int = 512) -> list:
     return out
 
 
-def evaluate(model, test, task: str | None = None, device="cpu") -> dict[str, float]:
+def unbatch_solution(z: torch.Tensor, batch) -> list[np.ndarray]:
+    """A solution model's output on a ``Batch`` (total variables,) split into one float64 (n_i,) array per instance."""
+    sizes = (batch["var"].ptr[1:] - batch["var"].ptr[:-1]).tolist()
+    return [v.detach().cpu().numpy().astype(float) for v in torch.split(z, sizes)]
+
+
+def evaluate(model, test, task: str | None = None, device="cpu", project: bool = False) -> dict[str, float]:
     """Test metrics of ``model`` on ``test`` (list of ``(SOCP, label)``).
 
     feasibility: ``error_rate`` (threshold 0.5). objective: ``rel_mse`` = Σ(ŷ−y)²/Σ(y−ȳ)², ``mae``.
-    solution: ``rel_mse`` = Σ‖x̂−x*‖²/Σ‖x*−mean(x*)‖², ``objective_gap`` = mean |cᵀx̂−cᵀx*|/(1+|cᵀx*|),
+    solution: ``rel_mse`` = Σ‖x̂−x*‖²/Σ‖x* − mean(x*)‖², ``objective_gap`` = mean |cᵀx̂−cᵀx*|/(1+|cᵀx*|),
     ``cone_violation_mean``/``cone_violation_max`` of x̂. Always ``inference_ms`` per instance (batched).
+    With ``project`` (solution only), every x̂ is also restored to feasibility by ``problem.project`` and the same
+    metrics are reported for the projections under ``projected_*``, plus ``projected_violation_max`` (largest
+    cone, linear-row or bound violation), ``projection_failures`` (instances where Clarabel did not return a
+    projection; their unprojected x̂ is scored), ``projection_inaccurate`` (returned at Clarabel's reduced
+    tolerances; scored as returned), ``projection_retried`` (solved by the squared-form retry of ``project``) and
+    ``projection_ms`` (wall time per instance).
+
+    Raises:
+        ValueError: ``task`` differs from the model's, or ``project`` for a task other than ``'solution'``.
     """
     _check_items(test, "test")
     task = task or model.task
     if task != model.task:
         raise ValueError(f"task: the model was built for {model.task!r}, got {task!r}")
+    if project and task != "solution":
+        raise ValueError(f"project: expected a solution model (projection restores predicted solutions), "
+                         f"got task {task!r}")
     start = time.perf_counter()
     pred = predict(model, test, device=device)
     ms = 1e3 * (time.perf_counter() - start) / len(test)
@@ -237,6 +235,24 @@ def evaluate(model, test, task: str | None = None, device="cpu") -> dict[str, fl
         y, p = np.array([float(lab) for _, lab in test]), np.array(pred)
         return {"rel_mse": float(np.sum((p - y) ** 2) / np.sum((y - y.mean()) ** 2)),
                 "mae": float(np.mean(np.abs(p - y))), "inference_ms": ms}
+    out = {**solution_metrics(test, pred), "inference_ms": ms}
+    if project:
+        start = time.perf_counter()
+        restored = [project_point(P, x) for (P, _), x in zip(test, pred)]
+        out["projection_ms"] = 1e3 * (time.perf_counter() - start) / len(test)
+        out["projection_failures"] = sum(r.x is None for r in restored)
+        out["projection_inaccurate"] = sum(r.status == "optimal_inaccurate" for r in restored)
+        out["projection_retried"] = sum(r.status == "optimal_squared" for r in restored)
+        fixed = [x if r.x is None else r.x for r, x in zip(restored, pred)]
+        out.update({f"projected_{k}": v for k, v in solution_metrics(test, fixed).items()})
+        out["projected_violation_max"] = max(max(r[k] for k in ("cone_max", "linear_max", "bound_max"))
+                                             for r in (P.residuals(x) for (P, _), x in zip(test, fixed)))
+    return out
+
+
+def solution_metrics(test, pred) -> dict[str, float]:
+    """``rel_mse``, ``objective_gap``, ``cone_violation_mean``/``_max`` of predicted solutions ``pred`` (list of (n,))
+    against ``test``'s ``(SOCP, x*)`` (see ``evaluate``)."""
     X = [np.asarray(lab, float) for _, lab in test]
     mean = np.mean(X, axis=0) if len({x.shape for x in X}) == 1 else None
     num = sum(float(np.sum((p - x) ** 2)) for p, x in zip(pred, X))
@@ -247,5 +263,4 @@ def evaluate(model, test, task: str | None = None, device="cpu") -> dict[str, fl
         gaps.append(abs(float(P.c @ p) - obj) / (1 + abs(obj)))
         viol.append(P.residuals(p)["cone_max"])
     return {"rel_mse": num / max(den, 1e-300), "objective_gap": float(np.mean(gaps)),
-            "cone_violation_mean": float(np.mean(viol)), "cone_violation_max": float(np.max(viol)),
-            "inference_ms": ms}
+            "cone_violation_mean": float(np.mean(viol)), "cone_violation_max": float(np.max(viol))}
