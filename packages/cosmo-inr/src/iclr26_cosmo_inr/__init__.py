@@ -10,20 +10,24 @@ from .tasks import (
     FitResult,
     TaskResult,
     denoise_image,
+    denoise_observed,
+    downsample,
     fit_image,
     fit_occupancy,
     fit_signal,
     inpaint,
     psnr,
     super_resolve,
+    super_resolve_observed,
 )
 
 __all__ = [
     "__version__",
     "COSMOINR", "FINER", "INCODE", "SIREN", "WIRE", "FitResult", "Gauss", "HarmonicProfile", "PriorEmbedder",
-    "ReLUPE", "TaskResult", "chebyshev_coefficients", "cosmo", "cosmo_rc", "denoise_image", "fit_image",
+    "ReLUPE", "TaskResult", "chebyshev_coefficients", "cosmo", "cosmo_rc", "denoise_image",
+    "denoise_observed", "downsample", "fit_image",
     "fit_occupancy", "fit_signal", "get_coords", "harmonic_profile", "inpaint", "layer_harmonics", "load_folder",
     "load_image", "make_model", "n_real_parameters", "named_activation", "occupancy", "photon_noise", "psnr",
-    "raised_cosine", "super_resolve",
+    "raised_cosine", "super_resolve", "super_resolve_observed",
 ]
 __version__ = _version("iclr26-cosmo-inr")

@@ -82,21 +82,37 @@ def spectral_checks() -> dict[str, float]:
 
 
 def _images(cfg: dict) -> dict[str, np.ndarray]:
-    """The scale's images by name, ``(H, W)`` or ``(H, W, 3)`` in [0, 1]."""
-    if cfg["images"] != "kodak":
+    """The scale's images by name, ``(H, W)`` or ``(H, W, 3)`` in [0, 1].
+
+    ``cfg["images"]``: a tuple of names, or a folder name (``"kodak"``): ``$ICLR26_DATA/<folder>/*.png``
+    resized to ``cfg["size"]`` when that folder exists, else the 20 offline images.
+    """
+    if not isinstance(cfg["images"], str):
         return {name: gradient_image(cfg["size"]) if name == "gradient" else load_image(name, size=cfg["size"])
                 for name in cfg["images"]}
-    root = pathlib.Path(os.environ.get("ICLR26_DATA", "data")) / "kodak"
+    folder = cfg["images"]
+    root = pathlib.Path(os.environ.get("ICLR26_DATA", "data")) / folder
     if root.is_dir():
-        return {f"kodak{i + 1:02d}": im for i, im in enumerate(load_folder(root, "*.png", size=cfg["size"]))}
+        return {f"{folder}{i + 1:02d}": im for i, im in enumerate(load_folder(root, "*.png", size=cfg["size"]))}
     return {name: load_image(name, size=cfg["size"]) for name in OFFLINE_IMAGES}
 
 
 def units(cfg: dict, seeds: list[int], names: list[str]) -> list[tuple[int, str]]:
-    """The paired (seed, image) units: seed j on image j (cycling) at quick/full, every image on seed 0 at paper."""
-    if cfg["images"] == "kodak":
+    """The paired (seed, image) units: seed j on image j (cycling) at quick/full, every image of a folder
+    (paper) on the first seed."""
+    if isinstance(cfg["images"], str):
         return [(seeds[0], name) for name in names]
     return [(s, names[j % len(names)]) for j, s in enumerate(seeds)]
+
+
+def parallel_map(fn, calls: list[tuple], device: str) -> list:
+    """``[fn(*args, threads) for args in calls]``, spread over as many processes as the caller's torch thread
+    budget (``--threads``) allows, each with an equal share ``threads``; in place (``threads=None``) under one
+    thread or on a GPU."""
+    budget = torch.get_num_threads()
+    n_jobs = min(budget, len(calls)) if device == "cpu" else 1
+    share = budget // n_jobs if n_jobs > 1 else None
+    return Parallel(n_jobs=n_jobs)(delayed(fn)(*args, share) for args in calls)
 
 
 def _job(key: str, seed: int, image: np.ndarray, cfg: dict, device: str, threads: int | None) -> dict:
@@ -127,14 +143,11 @@ def _run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     images = _images(cfg)
     pairs = units(cfg, derive_seeds(seed, cfg["seeds"]), list(images))
     specs = [("cosmo_rc", *u) for u in pairs] + [("siren", *u) for u in pairs]
-    first = pairs[0] if cfg["images"] != "kodak" else None
+    first = None if isinstance(cfg["images"], str) else pairs[0]
     specs += [(k, *u) for k in cfg["extra"] if k != "siren" for u in ([first] if first else pairs)]
     cost = {"relu_pe": 1, "siren": 1, "finer": 1, "gauss": 1, "wire": 2, "incode": 2}
     specs.sort(key=lambda s: -cost.get(s[0], 10))
-    budget = torch.get_num_threads()  # the caller's (--threads); each worker process gets an equal share
-    n_jobs = min(budget, len(specs)) if device == "cpu" else 1
-    share = budget // n_jobs if n_jobs > 1 else None
-    done = Parallel(n_jobs=n_jobs)(delayed(_job)(k, s, images[name], cfg, device, share) for k, s, name in specs)
+    done = parallel_map(_job, [(k, s, images[name], cfg, device) for k, s, name in specs], device)
     runs = [dict(r, image=name) for r, (_, _, name) in zip(done, specs, strict=True)]
     keys = list(dict.fromkeys(k for k, _, _ in specs))
     rows = []

@@ -27,6 +27,7 @@ from iclr26_shared.cli import (
 from iclr26_shared.device import resolve_device
 
 from .bench import BENCHMARK
+from .bench_restore import DENOISE_BENCHMARK, SR_BENCHMARK
 from .data import DOWNLOAD_IMAGES, OFFLINE_IMAGES, SHAPES, load_image
 from .models import COSMO_MODELS, KERNELS, MODELS
 from .prior import BACKBONES
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", type=positive_int, default=48)
     _model_args(p)
     p.set_defaults(handler=cmd_occupancy)
-    add_bench_command(sub, [BENCHMARK])
+    add_bench_command(sub, [BENCHMARK, DENOISE_BENCHMARK, SR_BENCHMARK])
     return parser
 
 

@@ -245,13 +245,16 @@ def _selected(selection: str, model: nn.Module, fit: FitResult, coords: Tensor, 
 
     ``"final"``: the model after the last step, chosen without looking at ``truth`` (which only scores it);
     the oracle's best is kept in ``extra["oracle_best_psnr"]``. ``"oracle"``: the iterate with the best
-    PSNR against ``truth`` (the official scripts' early stopping, which needs the clean image).
+    PSNR against ``truth`` (the official scripts' early stopping, which needs the clean image), among the
+    tracked iterates (``fit.best_psnr``, output ``oracle_out``) and the final model.
     """
-    if selection == "oracle":
-        return fit.best_psnr, oracle_out, {"selection": "oracle"}
     with torch.no_grad():
         out = model(coords)
-    return psnr(out, truth), out, {"selection": "final", "oracle_best_psnr": fit.best_psnr}
+    final = psnr(out, truth)
+    best = max(fit.best_psnr, final) if math.isfinite(fit.best_psnr) else final
+    if selection == "oracle":
+        return best, (out if best == final else oracle_out), {"selection": "oracle"}
+    return final, out, {"selection": "final", "oracle_best_psnr": best}
 
 
 def fit_image(image, model_name: str = "cosmo_rc", *, size=None, gray: bool = False, iters: int = 500,
@@ -283,6 +286,7 @@ def denoise_image(image, model_name: str = "cosmo_rc", *, tau: float = 40.0, rea
                   seed: int = 0, progress=None, selection: str = "final", **model_kwargs) -> TaskResult:
     """Denoising: fit the photon-noisy image (min–max normalised); PSNR against the clean image.
 
+    The noise is drawn with ``numpy.random.default_rng(seed)``; the fit is ``denoise_observed``.
     ``selection="final"`` (default) reports the model after ``iters`` steps, chosen without the clean
     image; ``"oracle"`` reports the best iterate scored on the clean image (the official script's early
     stopping). Either way ``extra["selection"]`` names it.
@@ -293,6 +297,26 @@ def denoise_image(image, model_name: str = "cosmo_rc", *, tau: float = 40.0, rea
     _check_selection(selection)
     clean = _image(image, size, gray)
     noisy = min_max(photon_noise(clean, tau, readout, np.random.default_rng(seed)))
+    return denoise_observed(noisy, clean, model_name, iters=iters, lr=lr, device=device, dtype=dtype, seed=seed,
+                            progress=progress, selection=selection, **model_kwargs)
+
+
+def denoise_observed(noisy: np.ndarray, clean: np.ndarray, model_name: str = "cosmo_rc", *, iters: int = 500,
+                     lr: float | None = None, device="cpu", dtype="float32", seed: int = 0, progress=None,
+                     selection: str = "final", **model_kwargs) -> TaskResult:
+    """Fits the observation ``noisy`` ``(H, W[, C])`` in [0, 1]; ``clean`` (same shape) only scores the result.
+
+    With ``selection="final"`` the training and the returned reconstruction depend on ``noisy``, the seed
+    and the settings only: ``clean`` gives ``psnr``/``ssim`` and the oracle's best PSNR
+    (``extra["oracle_best_psnr"]``), never the choice. ``"oracle"`` returns the best iterate on ``clean``.
+
+    Raises:
+        ValueError: unknown ``selection``, or ``noisy`` and ``clean`` of different shapes.
+    """
+    _check_selection(selection)
+    noisy, clean = check_image(noisy, "noisy"), check_image(clean, "clean")
+    if noisy.shape != clean.shape:
+        raise ValueError(f"noisy, clean: expected the same shape, got {noisy.shape} and {clean.shape}")
     torch.manual_seed(seed)
     place = {"device": device, "dtype": resolve_dtype(dtype)}
     coords = get_coords(*clean.shape[:2], **place)
@@ -334,30 +358,68 @@ def super_resolve(image, model_name: str = "cosmo_rc", *, factor: int = 4, size=
                   seed: int = 0, progress=None, selection: str = "final", **model_kwargs) -> TaskResult:
     """Super-resolution: train on the area-downsampled (×``factor``) image, evaluate on the HR grid.
 
-    ``selection``: ``"final"`` (default, the model after ``iters`` steps) or ``"oracle"`` (the best iterate
-    scored on the HR image), as in ``denoise_image``.
+    The image is cropped to a multiple of ``factor`` and downsampled with ``downsample``; the fit is
+    ``super_resolve_observed``. ``selection``: ``"final"`` (default, the model after ``iters`` steps) or
+    ``"oracle"`` (the best iterate scored on the HR image), as in ``denoise_image``.
 
     Raises:
         ValueError: ``factor`` not an integer >= 1, or larger than the image.
     """
-    if isinstance(factor, bool) or int(factor) != factor or factor < 1:
-        raise ValueError(f"factor: expected an integer >= 1, got {factor!r}")
-    factor = int(factor)
+    factor = _check_factor(factor)
     _check_selection(selection)
-    from skimage.transform import downscale_local_mean
-
     hr = _image(image, size, gray)
     h, w = hr.shape[0] // factor, hr.shape[1] // factor
     if h < 1 or w < 1:
         raise ValueError(f"factor: {factor} is larger than the image {hr.shape[:2]}")
     hr = hr[: h * factor, : w * factor]
-    lr_img = downscale_local_mean(hr, (factor, factor) + (1,) * (hr.ndim - 2)).astype(np.float32)
+    return super_resolve_observed(downsample(hr, factor), hr, factor, model_name, iters=iters, lr=lr,
+                                  eval_every=eval_every, device=device, dtype=dtype, seed=seed, progress=progress,
+                                  selection=selection, **model_kwargs)
+
+
+def _check_factor(factor) -> int:
+    if isinstance(factor, bool) or int(factor) != factor or factor < 1:
+        raise ValueError(f"factor: expected an integer >= 1, got {factor!r}")
+    return int(factor)
+
+
+def downsample(hr: np.ndarray, factor: int) -> np.ndarray:
+    """Area (local-mean) downsampling of ``(H, W[, C])`` by ``factor`` -> ``(H // factor, W // factor[, C])``."""
+    from skimage.transform import downscale_local_mean
+
+    factor = _check_factor(factor)
+    h, w = hr.shape[0] // factor, hr.shape[1] // factor
+    return downscale_local_mean(hr[: h * factor, : w * factor],
+                                (factor, factor) + (1,) * (hr.ndim - 2)).astype(np.float32)
+
+
+def super_resolve_observed(lr_image: np.ndarray, hr: np.ndarray, factor: int, model_name: str = "cosmo_rc", *,
+                           iters: int = 500, lr: float | None = None, eval_every: int = 10, device="cpu",
+                           dtype="float32", seed: int = 0, progress=None, selection: str = "final",
+                           **model_kwargs) -> TaskResult:
+    """Fits the LR observation ``lr_image`` ``(h, w[, C])`` at its pixel centres and renders the
+    ``(h·factor, w·factor[, C])`` grid; ``hr`` (that shape) only scores it.
+
+    With ``selection="final"`` the training and the returned reconstruction depend on ``lr_image``, the
+    seed and the settings only (``hr`` is read by the oracle tracker every ``eval_every`` steps, which
+    changes nothing in the model). ``"oracle"`` returns the best tracked iterate on ``hr``.
+
+    Raises:
+        ValueError: ``factor`` not an integer >= 1, unknown ``selection``, or ``hr`` not ``factor`` × ``lr_image``.
+    """
+    factor = _check_factor(factor)
+    _check_selection(selection)
+    lr_image, hr = check_image(lr_image, "lr_image"), check_image(hr, "hr")
+    h, w = lr_image.shape[:2]
+    if hr.shape != (h * factor, w * factor) + lr_image.shape[2:]:
+        raise ValueError(f"hr: expected shape {(h * factor, w * factor) + lr_image.shape[2:]} "
+                         f"(factor {factor} x lr_image), got {hr.shape}")
     torch.manual_seed(seed)
     place = {"device": device, "dtype": resolve_dtype(dtype)}
     hr_coords, hr_values = get_coords(h * factor, w * factor, **place), _pixels(hr, **place)
-    model = build_model(model_name, 2, hr_values.shape[1], lr_img, **place, **model_kwargs)
+    model = build_model(model_name, 2, hr_values.shape[1], lr_image, **place, **model_kwargs)
     evaluate, best = _tracker(hr_coords, hr_values)
-    fit = fit_signal(model, _lr_coords(h, w, factor, **place), _pixels(lr_img, **place), iters=iters,
+    fit = fit_signal(model, _lr_coords(h, w, factor, **place), _pixels(lr_image, **place), iters=iters,
                      lr=lr or default_lr(model_name), eval_fn=evaluate, eval_every=eval_every, seed=seed,
                      progress=progress)
     value, recon, chosen = _selected(selection, model, fit, hr_coords, hr_values, best["out"])
