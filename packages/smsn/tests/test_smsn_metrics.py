@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iclr26_smsn import region_dice
+from iclr26_smsn.metrics import _predicted_regions
 
 
 def _reference(pred, gt, labels):
@@ -83,3 +85,12 @@ def test_hd95_matches_medpy():
         pred, gt = labels[i] > 0, np.roll(labels[i + 1] > 0, i, axis=1)
         if pred.any() and gt.any():
             assert hd95(pred, gt) == pytest.approx(medpy_binary.hd95(pred, gt))
+
+
+def test_predicted_regions_equal_argmax():
+    """The comparison arg-max of evaluate_subsets gives argmax's regions, ties included (they go to the lower class)."""
+    classes = torch.tensor([[False, True, True, True], [False, True, False, True], [False, False, False, True]])
+    gen = torch.Generator().manual_seed(0)
+    for logits in (torch.randn(6, 4, 9, 9, generator=gen), torch.randint(0, 3, (6, 4, 9, 9), generator=gen).float()):
+        expected = classes[:, logits.argmax(1).flatten(1)].transpose(0, 1)
+        assert torch.equal(_predicted_regions(logits), expected)

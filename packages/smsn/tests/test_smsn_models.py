@@ -3,6 +3,7 @@ import pytest
 import torch
 from iclr26_smsn import SMSN, ParallelFusionNet, SMSNLoss, reorder_modalities, subset_masks
 from iclr26_smsn.bench import mask_leakage
+from iclr26_smsn.models import _upsampled_conv
 
 WIDTHS = (4, 8, 8)
 
@@ -94,3 +95,26 @@ def test_decode_subset_equals_forward(name):
                 order = reorder_modalities(m, gen)
                 ref = model(x, m, order=order).logits
                 assert torch.allclose(model.decode_subset(prepared, avail, order), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_upsampled_conv_equals_upsample_then_conv(ndim):
+    gen = torch.Generator().manual_seed(ndim)
+    x = torch.randn(2, 6, *([5] * ndim), generator=gen)
+    weight, bias = torch.randn(3, 6, *([3] * ndim), generator=gen), torch.randn(3, generator=gen)
+    add = torch.randn(2, 3, *([10] * ndim), generator=gen)
+    conv = torch.nn.functional.conv2d if ndim == 2 else torch.nn.functional.conv3d
+    ref = conv(torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest"), weight, bias, padding=1) + add
+    assert torch.allclose(_upsampled_conv(x, weight, bias, add.clone()), ref, atol=1e-4, rtol=1e-5)
+
+
+def test_decode_subset_equals_forward_3d():
+    torch.manual_seed(0)
+    model = SMSN(ndim=3, widths=(4, 8)).eval()
+    x = torch.randn(2, 4, 8, 8, 8)
+    with torch.no_grad():
+        prepared = model.prepare_subsets(model.encode(x))
+        for avail in torch.as_tensor(subset_masks())[[0, 6, 14]]:
+            m = avail.expand(2, -1)
+            ref = model(x * m[:, :, None, None, None], m).logits
+            assert torch.allclose(model.decode_subset(prepared, avail), ref, atol=1e-5, rtol=1e-5)

@@ -273,10 +273,11 @@ def _phantom_anatomy(rng: np.random.Generator, grid: list[np.ndarray], bias_term
             arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
             flat[near[tc]] = 1
             flat[near[tc & ~ncr & arc]] = 4
-    for lab, tis in _TISSUE_OF_LABEL.items():
-        tissue[labels == lab] = tis
+        lesion = flat[near]  # labels are non-zero only at the voxels ``near``
+        for lab, tis in _TISSUE_OF_LABEL.items():
+            tissue.reshape(-1)[near[lesion == lab]] = tis
 
-    clean = TISSUE_MEANS.T[:, tissue]  # (4, *shape)
+    clean = np.take(TISSUE_MEANS.T, tissue, axis=1)  # (4, *shape)
     gain = rng.uniform(0.9, 1.1, size=(4,) + (1,) * len(shape))
     poly = sum(rng.normal() * p for p in bias_terms)
     poly = 2 * (poly - poly.min()) / max(poly.max() - poly.min(), 1e-9) - 1
@@ -286,18 +287,24 @@ def _phantom_anatomy(rng: np.random.Generator, grid: list[np.ndarray], bias_term
 def _noisy_normalised(rng: np.random.Generator, smooth: np.ndarray, head: np.ndarray, noise: float) -> np.ndarray:
     """Rician noise sqrt((x + n1)² + n2²), n1, n2 ~ N(0, noise²) from ``rng``, then a z-score per modality inside
     ``head`` and zeros outside: ``smooth (4, *shape)`` float64 -> float32 of the same shape."""
-    img = smooth + rng.normal(0, noise, smooth.shape)
+    # noise·standard_normal: the draws and values of rng.normal(0, noise) (up to the sign of zeros, squared away)
+    img = rng.standard_normal(smooth.shape)
+    img *= noise
+    img += smooth
     img *= img
-    n2 = rng.normal(0, noise, smooth.shape)
+    n2 = rng.standard_normal(smooth.shape)
+    n2 *= noise
     n2 *= n2
     img += n2
     np.sqrt(img, out=img)
-    inside = img[:, head]
-    mu = inside.mean(axis=1).reshape(4, *([1] * head.ndim))
-    sd = inside.std(axis=1).reshape(4, *([1] * head.ndim))
-    img = (img - mu) / np.maximum(sd, 1e-6)
-    img[:, ~head] = 0.0
-    return img.astype(np.float32)
+    idx = np.flatnonzero(head)
+    inside = img.reshape(len(img), -1)[:, idx]
+    # the operations of numpy's mean and std (sum / n; sum of squared deviations / n), sharing the deviations
+    dev = inside - inside.sum(axis=1, keepdims=True) / len(idx)
+    sd = np.sqrt((dev * dev).sum(axis=1, keepdims=True) / len(idx))
+    out = np.zeros(smooth.shape, dtype=np.float32)
+    out.reshape(len(out), -1)[:, idx] = dev / np.maximum(sd, 1e-6)
+    return out
 
 
 def _quadratic_terms(x: list[np.ndarray]) -> list[np.ndarray]:

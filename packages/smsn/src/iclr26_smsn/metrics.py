@@ -57,8 +57,17 @@ def region_dice(pred_labels, gt_labels) -> dict[str, float]:
     return dict(zip(REGIONS, map(float, d)))
 
 
-# Region membership of the class indices 0..3 (BraTS labels 0, 1, 2, 4): rows WT, TC, ET.
-_CLASS_REGIONS = torch.tensor([[False, True, True, True], [False, True, False, True], [False, False, False, True]])
+def _predicted_regions(logits: torch.Tensor) -> torch.Tensor:
+    """WT, TC, ET masks ``(B, 3, P)`` bool of the arg-max class of ``logits (B, 4, *S)`` over classes 0..3 (BraTS
+    labels 0, 1, 2, 4): WT = {1, 2, 3}, TC = {1, 3}, ET = {3}. The arg-max is a running strict comparison over
+    the classes (ties go to the lower class, as ``torch.argmax``), several times faster than ``argmax(1)``."""
+    best, cls = logits[:, 0], torch.zeros(logits[:, 0].shape, dtype=torch.uint8, device=logits.device)
+    for k in range(1, logits.shape[1]):
+        better = logits[:, k] > best
+        best = torch.where(better, logits[:, k], best)
+        cls.masked_fill_(better, k)
+    et = cls == 3
+    return torch.stack([cls != 0, (cls == 1) | et, et], 1).flatten(2)
 
 
 def _dice_from_regions(pred: torch.Tensor, gt: torch.Tensor) -> np.ndarray:
@@ -102,7 +111,6 @@ def evaluate_subsets(model, dataset, *, tta_orders: int = 1, batch_size: int = 1
     was_training = model.training
     model.eval()
     masks = torch.as_tensor(subset_masks(), device=device)
-    regions = _CLASS_REGIONS.to(device)
     per_sample, per_sample_hd = [], []
     try:
         for start in range(0, len(dataset), batch_size):
@@ -116,12 +124,12 @@ def evaluate_subsets(model, dataset, *, tta_orders: int = 1, batch_size: int = 1
             rows, hd_rows = [], []
             for avail in masks:
                 if tta_orders == 1 or not isinstance(model, SMSN):
-                    cls = model.decode_subset(prepared, avail).argmax(1)
+                    scores = model.decode_subset(prepared, avail)
                 else:
                     m = avail.expand(len(x), -1)
-                    cls = sum(model.decode_subset(prepared, avail, reorder_modalities(m, generator)).softmax(1)
-                              for _ in range(tta_orders)).argmax(1)
-                pred = regions[:, cls.flatten(1)].transpose(0, 1).cpu()
+                    scores = sum(model.decode_subset(prepared, avail, reorder_modalities(m, generator)).softmax(1)
+                                 for _ in range(tta_orders))
+                pred = _predicted_regions(scores).cpu()
                 rows.append(_dice_from_regions(pred, gt))
                 if with_hd95:
                     shape = y.shape[1:]

@@ -6,6 +6,7 @@ the deepest features ``x_i (B, C, h, w[, d])`` are fused into one bottleneck map
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import torch
@@ -98,14 +99,42 @@ class _Decoder(nn.Module):
         return terms
 
     def forward_terms(self, bottleneck: torch.Tensor, terms: list[torch.Tensor]) -> torch.Tensor:
-        """``forward`` with the skips given as their fused first-convolution terms ``(B, w_l, *S_l)``."""
-        conv_fn = F.conv2d if self.ndim == 2 else F.conv3d
+        """``forward`` with the skips given as their fused first-convolution terms ``(B, w_l, *S_l)`` (overwritten);
+        each term's size must be twice the coarser level's (``check_input`` ensures it)."""
         x = bottleneck
         for block, term in zip(self.blocks, terms):
-            x = F.interpolate(x, size=term.shape[2:], mode="nearest")
             conv = block[0]
-            x = block[1:](conv_fn(x, conv.weight[:, : x.shape[1]], conv.bias, padding=conv.padding) + term)
+            x = block[1:](_upsampled_conv(x, conv.weight[:, : x.shape[1]], conv.bias, term))
         return self.head(x)
+
+
+# Per axis, the two taps of a 3-tap kernel seen by output phase 0 (even) / 1 (odd) after 2× nearest up-sampling:
+# phase 0 reads the coarse voxels (i-1, i) with weights (w0, w1 + w2); phase 1 reads (i, i+1) with (w0 + w1, w2).
+_PHASE_TAPS = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])
+
+
+def _upsampled_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, add: torch.Tensor) -> torch.Tensor:
+    """``conv(nearest_upsample_2x(x), weight, bias, padding=1) + add`` without up-sampling: ``x (B, C, *s)``,
+    ``weight (O, C, 3, ...)``, ``bias (O,)``, ``add (B, O, *2s)`` (overwritten: the result) -> ``(B, O, *2s)``. Each
+    output phase (even/odd index per axis) is a 2-tap convolution of the coarse ``x`` with summed weights:
+    2^ndim·2^ndim instead of 3^ndim·2^ndim multiply-adds per coarse voxel (equal up to float rounding)."""
+    ndim = x.ndim - 2
+    taps = _PHASE_TAPS.to(weight)
+    phases = list(itertools.product((0, 1), repeat=ndim))
+    kernels = []
+    for phase in phases:
+        k = weight
+        for axis, a in enumerate(phase):  # contract the 3 taps of this axis to its 2 phase taps
+            k = torch.movedim(torch.movedim(k, 2 + axis, -1) @ taps[a].T, -1, 2 + axis)
+        kernels.append(k)
+    conv_fn = F.conv2d if ndim == 2 else F.conv3d
+    out = conv_fn(x, torch.cat(kernels), None, padding=1)  # (B, P·O, *(s + 1)); phase a starts at index a
+    o, size = weight.shape[0], x.shape[2:]
+    y = add.add_(bias.reshape(-1, *([1] * ndim)))
+    for p, phase in enumerate(phases):
+        y[(slice(None), slice(None), *(slice(a, None, 2) for a in phase))] += \
+            out[(slice(None), slice(p * o, (p + 1) * o), *(slice(a, a + n) for a, n in zip(phase, size)))]
+    return y
 
 
 def _expand(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -227,8 +256,13 @@ class _Backbone(nn.Module):
         Equals ``forward(x, mask)`` (up to float rounding) with ``prepared = prepare_subsets(encode(x))``:
         a modality's encoding does not depend on the others, and masked modalities never reach the output.
         """
-        idx = avail.nonzero().flatten()
-        terms = [t[:, idx].mean(1) for t in prepared["terms"]]
+        idx = avail.nonzero().flatten().tolist()
+        terms = []
+        for t in prepared["terms"]:  # the mean over the available modalities, into a new tensor
+            mean = t[:, idx[0]].clone()
+            for i in idx[1:]:
+                mean += t[:, i]
+            terms.append(mean.div_(len(idx)))
         return self.decoder.forward_terms(self.fuse_subset(prepared["feats"][-1], avail, prepared["fusion"], order),
                                           terms)
 
@@ -307,6 +341,31 @@ class IBFM(nn.Module):
         out["recon_1"] = masked_recon_loss(rec1, tgt[:, :2], m[:, :2])
         out["recon_2"] = masked_recon_loss(rec2, tgt[:, 2:], m[:, 2:])
         return out
+
+
+    def position_terms(self, x: torch.Tensor) -> torch.Tensor:
+        """The first convolutions of f1 and f2 split by input (they are linear): the contribution (no bias) of every
+        modality's features ``x (B, M, C, *s)`` at each of the four positions -> ``(B, 4, M, C_z, *s)``, computed
+        once for all subsets and orders (``eval_z2``)."""
+        c, latent = x.shape[2], self.latent
+        w1, w2 = self.f1[0].weight, self.f2[0].weight
+        weight = torch.cat([w1[:, :c], w1[:, c:], w2[:, latent:latent + c], w2[:, latent + c:]])
+        conv_fn = F.conv2d if x.ndim == 5 else F.conv3d
+        out = conv_fn(x.flatten(0, 1), weight, None, padding=self.f1[0].padding)
+        return out.reshape(*x.shape[:2], 4, latent, *x.shape[3:]).transpose(1, 2)
+
+    def eval_z2(self, terms: torch.Tensor, order: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """Eval-mode ``forward(...)["z2"]`` (z = μ) from ``terms = position_terms(x)`` of the unordered features,
+        ``order (B, 4)`` and the re-ordered mask ``m (B, 4)``; equal up to float rounding. Returns ``(B, C_z, *s)``."""
+        b = terms.shape[0]
+        idx = order.reshape(b, 4, 1, *([1] * (terms.ndim - 3))).expand(-1, -1, 1, *terms.shape[3:])
+        at = torch.gather(terms, 2, idx).squeeze(2)  # (B, 4, C_z, *s): position p holds modality order[:, p]
+        at = at * _expand(m, at)  # a missing modality contributes 0
+        conv1, conv2 = self.f1[0], self.f2[0]
+        mu1 = self.f1[1:](at[:, 0] + at[:, 1] + conv1.bias.reshape(-1, *([1] * (at.ndim - 3)))).chunk(2, dim=1)[0]
+        conv_fn = F.conv2d if mu1.ndim == 4 else F.conv3d
+        pre2 = conv_fn(mu1, conv2.weight[:, : self.latent], conv2.bias, padding=conv2.padding) + at[:, 2] + at[:, 3]
+        return self.f2[1:](pre2).chunk(2, dim=1)[0]
 
 
 class SpecificExtractor(nn.Module):
@@ -429,14 +488,16 @@ class SMSN(_Backbone):
         return x, torch.gather(x, 1, idx.expand(-1, -1, *x.shape[2:])), torch.gather(mask, 1, order), order
 
     def _fusion_cache(self, x: torch.Tensor):
-        return self.extractor.modality_cache(x)
+        return self.extractor.modality_cache(x), self.ibfm.position_terms(x)
 
     def fuse_subset(self, x: torch.Tensor, avail: torch.Tensor, cache, order: torch.Tensor | None) -> torch.Tensor:
-        """Eval-mode ``fuse`` of one subset without the loss terms (no reconstruction, no orthogonality), with
-        the specific-feature block on the available tokens only (``SpecificExtractor.forward_subset``)."""
-        _, xs, m, _ = self._ordered(x, avail.expand(len(x), -1), order)
-        z2 = self.z_proj(self.ibfm(xs, None, m)["z2"])
-        return (self.extractor.forward_subset(cache, z2, avail) + z2.unsqueeze(1)).mean(1)
+        """Eval-mode ``fuse`` of one subset without the loss terms (no reconstruction, no orthogonality): the IBFM
+        from its per-position first-convolution terms (``IBFM.eval_z2``), the specific-feature block on the
+        available tokens only (``SpecificExtractor.forward_subset``)."""
+        mask = avail.expand(len(x), -1)
+        order = reorder_modalities(mask, random=False) if order is None else order
+        z2 = self.z_proj(self.ibfm.eval_z2(cache[1], order, torch.gather(mask, 1, order)))
+        return (self.extractor.forward_subset(cache[0], z2, avail) + z2.unsqueeze(1)).mean(1)
 
     def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
         """``x (B, 4, C, *s)`` -> fused ``(B, C, *s)`` and aux (kl, recon, orth, z1, z2, order)."""
