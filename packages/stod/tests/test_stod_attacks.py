@@ -1,7 +1,7 @@
 import pytest
 import torch
 from iclr26_stod import DirectEncoder, EncodedSNN, SpikingConvNet, apgd, fgsm, pgd, robust_accuracy
-from iclr26_stod.attacks import _apgd_checkpoints, dlr_loss
+from iclr26_stod.attacks import dlr_loss
 from iclr26_stod.data import TensorBatches
 from torch import nn
 
@@ -112,13 +112,13 @@ def test_apgd_reaches_the_linear_optimum_and_stays_in_the_ball():
     eps = 0.1
     adv = apgd(model, x, y, eps, steps=20, generator=torch.Generator().manual_seed(0))
     assert (adv - x).abs().max() <= eps + 1e-6 and adv.min() >= 0 and adv.max() <= 1
-    # for a linear two-class model the loss is largest at FGSM's corner: APGD either fools the model
-    # (and returns that first misclassified iterate) or ends at that corner
-    ce, corner = torch.nn.functional.cross_entropy, fgsm(model, x, y, eps)
+    # for a linear two-class model the worst point of the ball is FGSM's corner: APGD fools exactly the
+    # images that corner fools, and returns the others unchanged
+    corner = fgsm(model, x, y, eps)
     with torch.no_grad():
-        fooled = model(adv).argmax(1) != y
-        at_corner = ce(model(adv), y, reduction="none") >= ce(model(corner), y, reduction="none") - 1e-5
-    assert (fooled | at_corner).all() and fooled.any() and not fooled.all()
+        fooled, fooled_at_corner = model(adv).argmax(1) != y, model(corner).argmax(1) != y
+    assert torch.equal(fooled, fooled_at_corner) and fooled.any() and not fooled.all()
+    assert torch.equal(adv[~fooled], x[~fooled])
 
 
 def test_apgd_on_a_spiking_net_is_at_least_as_strong_as_its_start():
@@ -130,10 +130,23 @@ def test_apgd_on_a_spiking_net_is_at_least_as_strong_as_its_start():
     assert robust_accuracy(model, [(x, y)], lambda m, a, b: adv) < 1.0
 
 
-def test_dlr_loss_and_checkpoints():
+def test_apgd_restarts_only_add_fooled_images(trained_direct):
+    model, x, y = trained_direct
+    one = apgd(model, x, y, 0.1, steps=1, loss="dlr", generator=torch.Generator().manual_seed(0))
+    three = apgd(model, x, y, 0.1, steps=1, loss="dlr", restarts=3, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        fooled_one, fooled_three = model(one).argmax(1) != y, model(three).argmax(1) != y
+    # the first run is the same; later runs attack only what it left robust
+    assert torch.equal(three[fooled_one], one[fooled_one]) and (fooled_three >= fooled_one).all()
+    assert 0 < fooled_one.sum() < fooled_three.sum() < len(y)
+
+
+def test_dlr_loss_and_bad_apgd_input():
     z = torch.tensor([[3.0, 1.0, 0.0, -1.0]])
     assert dlr_loss(z, torch.tensor([0])).item() == pytest.approx(-(3 - 1) / (3 - 0))
     assert dlr_loss(2 * z + 5, torch.tensor([2])).item() == pytest.approx(dlr_loss(z, torch.tensor([2])).item())
-    assert _apgd_checkpoints(100) == [0, 22, 41, 57, 70, 80, 87, 93, 99]
+    model, x, y = Linear(torch.randn(2, 6), torch.randn(2)), torch.rand(2, 1, 2, 3), torch.tensor([0, 1])
     with pytest.raises(ValueError, match="loss"):
-        apgd(Linear(torch.randn(2, 6), torch.randn(2)), torch.rand(2, 1, 2, 3), torch.tensor([0, 1]), 0.1, loss="cw")
+        apgd(model, x, y, 0.1, loss="cw")
+    with pytest.raises(ValueError, match="restarts: expected an integer >= 1, got 0"):
+        apgd(model, x, y, 0.1, restarts=0)

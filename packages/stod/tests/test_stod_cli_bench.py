@@ -46,8 +46,8 @@ def test_cli_round_trip(tmp_path, capsys):
     res = json.loads((out / "evaluation.json").read_text())["results"]
     assert {r["model"] for r in res} == {"kernels removed", "kernels kept"}
     assert {r["attack"] for r in res} == {"clean", "fgsm", "pgd"}
-    assert main(["evaluate", str(model), "--attacks", "apgd-ce,apgd-dlr", "--apgd-steps", "2", "--n-test", "32",
-                 "--eps", "0.1", "--out", str(out), "--device", "cpu", "--force"]) == 0
+    assert main(["evaluate", str(model), "--attacks", "apgd-ce,apgd-dlr", "--apgd-steps", "2", "--apgd-restarts", "2",
+                 "--n-test", "32", "--eps", "0.1", "--out", str(out), "--device", "cpu", "--force"]) == 0
     res = json.loads((out / "evaluation.json").read_text())["results"]
     assert {r["attack"] for r in res} == {"apgd-ce", "apgd-dlr"} and all(0 <= r["accuracy"] <= 1 for r in res)
     assert main(["gtc", str(model), "--n-test", "32", "--out", str(out), "--device", "cpu"]) == 0
@@ -76,6 +76,7 @@ def test_bench_smoke_json_schema(tmp_path):
     central = next(c for c in d["claims"] if c["name"] == "stod_more_robust")
     assert central["per_seed"]["n"] == 2 and central["per_seed"]["seeds"] == [0, 1]
     assert {r["seed"] for r in d["rows"]} == {0, 1}
+    assert all(0 <= r["apgd_dlr@0.1"] <= r["clean"] for r in d["rows"])  # the judged attack, on every deployment
     sibling = next(c for c in d["claims"] if c["name"] == "stod_more_robust_sibling")
     assert sibling["per_seed"]["seeds"] == [0, 1]
     assert {"direct_gtc_input", "stod_kernels_decorrelate", "gor_minimised", "kernels_orthogonal"} <= names

@@ -1,9 +1,9 @@
 """Opt-in cross-checks against peer libraries (each test skips when its library is not installed):
-snnTorch's ``Leaky`` neuron, torchattacks' FGSM/PGD and geoopt's Riemannian SGD on the Stiefel manifold.
+snnTorch's ``Leaky`` neuron, torchattacks' FGSM/PGD/APGD and geoopt's Riemannian SGD on the Stiefel manifold.
 SpikingJelly's ``LIFNode`` is checked in ``test_stod_neurons.py``."""
 import pytest
 import torch
-from iclr26_stod import LIF, DirectEncoder, EncodedSNN, RiemannianSGD, SpikingConvNet, fgsm, pgd, qr_retraction
+from iclr26_stod import LIF, DirectEncoder, EncodedSNN, RiemannianSGD, SpikingConvNet, apgd, fgsm, pgd, qr_retraction
 
 
 def _snn(T=3):
@@ -66,3 +66,18 @@ def test_riemannian_sgd_matches_geoopt_and_reaches_the_procrustes_optimum():
     # same projection (u − x·sym(xᵀu)) and QR retraction with positive diag(R): the same iterates
     assert torch.allclose(ours.detach(), theirs.detach(), atol=1e-10)
     assert torch.allclose(ours.detach(), optimum, atol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["ce", "dlr"])
+def test_apgd_matches_torchattacks(loss, trained_direct):
+    torchattacks = pytest.importorskip("torchattacks")
+    model, x, y = trained_direct
+    y = y.clone()
+    y[:4] = (y[:4] + 1) % 10  # four images start misclassified: both return them unchanged
+    # torchattacks seeds the global RNG with `seed`; a fresh generator with the same seed gives the same draws
+    theirs = torchattacks.APGD(model, eps=0.1, steps=12, n_restarts=2, seed=0, loss=loss)(x, y)
+    ours = apgd(model, x, y, 0.1, steps=12, loss=loss, restarts=2, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(ours, theirs, atol=1e-6)
+    with torch.no_grad():
+        fooled = model(ours).argmax(1) != y
+    assert fooled[4:].any() and not fooled[4:].all()  # the attack did something, and not everything

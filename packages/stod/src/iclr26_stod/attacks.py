@@ -6,7 +6,6 @@ gradients), adds the perturbation and only then clips to [0, 1]; the model's mod
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterable, Iterator
 
 import torch
@@ -101,87 +100,111 @@ def dlr_loss(logits: Tensor, y: Tensor) -> Tensor:
     return -(z_y - others) / (top[:, 0] - top[:, 2] + 1e-12)
 
 
-def _apgd_checkpoints(steps: int) -> list[int]:
-    """Iterations w_j = ceil(p_j·steps) where APGD may halve its step, p_0 = 0, p_1 = 0.22,
-    p_{j+1} = p_j + max(p_j − p_{j−1} − 0.03, 0.06)."""
-    p = [0.0, 0.22]
-    while p[-1] < 1:
-        p.append(p[-1] + max(p[-1] - p[-2] - 0.03, 0.06))
-    return sorted({math.ceil(round(q * steps, 9)) for q in p if q <= 1})  # round: 0.22·100 is 22.000…04
+def _apgd_run(model: nn.Module, x: Tensor, y: Tensor, eps: float, steps: int,
+              loss_fn: Callable[[Tensor, Tensor], Tensor], rho: float,
+              generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+    """One APGD run from a random start (AutoAttack's ``attack_single_run``, ℓ∞), model already in eval mode.
 
-
-def apgd(model: nn.Module, x: Tensor, y: Tensor, eps: float, steps: int = 100, loss: str = "ce",
-         rho: float = 0.75, momentum: float = 0.75, generator: torch.Generator | None = None) -> Tensor:
-    """Auto-PGD in the ℓ∞ ball (Croce & Hein, 2020): a momentum step, halved at checkpoints when progress stalls.
-
-    Step size η starts at 2ε; at every checkpoint (``_apgd_checkpoints``) η halves and the iterate restarts
-    from the best point when fewer than ``rho`` of the steps since the last checkpoint raised a sample's loss,
-    or when η was not halved at the last checkpoint and the best loss has not risen since (per sample).
-    Starts from a uniform random point of the ball. Returns, per sample, the first misclassified iterate,
-    else the highest-loss one.
-
-    Args:
-        model: maps ``[B, C, H, W]`` in [0, 1] to logits; x, y: images and labels.
-        eps: radius ε >= 0; steps: iterations >= 1; loss: ``"ce"`` or ``"dlr"`` (needs >= 3 classes).
-        rho, momentum: the paper's 0.75 and 0.75; generator: for the random start.
-
-    Raises:
-        ValueError: ``eps < 0``, ``steps < 1``, unknown ``loss``; ``x`` outside [0, 1].
+    Returns:
+        ``(fooled [B] bool, x_fooled [B, C, H, W])``: whether some iterate (the start included) was
+        misclassified, and the last such iterate (the start where none was).
     """
-    eps = _check_eps(eps)
-    check_image(x)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps: expected an integer >= 1, got {steps!r}")
-    if loss not in ("ce", "dlr"):
-        raise ValueError(f"loss: expected 'ce' or 'dlr', got {loss!r}")
-    loss_fn = dlr_loss if loss == "dlr" else (lambda z, t: F.cross_entropy(z, t, reduction="none"))
-    x = x.detach()
     shape = (-1,) + (1,) * (x.dim() - 1)
 
     def project(v: Tensor) -> Tensor:
-        return torch.min(torch.max(v, x - eps), x + eps).clamp(0, 1)
+        return torch.clamp(torch.min(torch.max(v, x - eps), x + eps), 0.0, 1.0)
 
     def evaluate(v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         v = v.detach().requires_grad_(True)
         logits = model(v)
         per_sample = loss_fn(logits, y)
         (g,) = torch.autograd.grad(per_sample.sum(), v)
-        return per_sample.detach(), g, logits.detach().argmax(1) != y
+        return per_sample.detach(), g.detach(), logits.detach().argmax(1) == y
 
+    # start on the surface of the ball: a uniform draw in [-1, 1]^d rescaled to sup-norm 1, times ε
+    t = 2 * torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) - 1
+    cur = (x + eps * t / t.flatten(1).abs().amax(1).view(shape)).clamp(0.0, 1.0)
+    f, g, robust = evaluate(cur)
+    x_fooled = cur.clone()
+    best_f, best_x, best_g = f.clone(), cur.clone(), g.clone()
+    step = torch.full((len(x),), 2 * eps, device=x.device, dtype=x.dtype).view(shape)
+    prev = cur.clone()
+    # checkpoint schedule: the first after int(0.22·K) steps, then windows shrinking by int(0.03·K) to int(0.06·K)
+    window, window_min, shrink = (max(int(q * steps), 1) for q in (0.22, 0.06, 0.03))
+    since, raised = 0, torch.zeros(len(x), device=x.device)
+    last_f = torch.zeros_like(f)  # AutoAttack compares the first step's loss with a zero-filled buffer
+    halved_last = torch.ones(len(x), dtype=torch.bool, device=x.device)
+    best_at_last = best_f.clone()
+    for i in range(steps):
+        a = 0.75 if i > 0 else 1.0  # momentum from the second step on
+        momentum = cur - prev
+        prev = cur
+        z = project(cur + step * g.sign())
+        cur = project(cur + (z - cur) * a + momentum * (1 - a))
+        f, g, correct = evaluate(cur)
+        robust &= correct
+        x_fooled[~correct] = cur[~correct]
+        better = f > best_f
+        best_x[better], best_g[better], best_f[better] = cur[better], g[better], f[better]
+        raised += (f > last_f).float()
+        last_f = f
+        since += 1
+        if since == window:
+            halve = (raised <= window * rho) | (~halved_last & (best_at_last >= best_f))
+            halved_last, best_at_last = halve, best_f.clone()
+            if halve.any():
+                step[halve] /= 2.0
+                cur[halve], g[halve] = best_x[halve], best_g[halve]
+            since, raised = 0, torch.zeros_like(raised)
+            window = max(window - shrink, window_min)
+    return ~robust, x_fooled
+
+
+def apgd(model: nn.Module, x: Tensor, y: Tensor, eps: float, steps: int = 100, loss: str = "ce",
+         restarts: int = 1, rho: float = 0.75, generator: torch.Generator | None = None) -> Tensor:
+    """Auto-PGD in the ℓ∞ ball (Croce & Hein, 2020), as in AutoAttack's reference code (and torchattacks' ``APGD``).
+
+    Only images the model classifies correctly are attacked. Each run starts on the ball's surface and takes
+    momentum (0.75) sign steps of size η = 2ε; at each checkpoint (after int(0.22·K) steps, then windows
+    shrinking by int(0.03·K) down to int(0.06·K)) a sample's η halves and its iterate returns to its best
+    point when at most ``rho`` of the window's steps raised its loss, or when η was not halved at the last
+    checkpoint and the best loss has not risen since. ``restarts`` runs attack the still-robust images again
+    from fresh random starts.
+
+    Args:
+        model: maps ``[B, C, H, W]`` in [0, 1] to logits; x, y: images ``[B, C, H, W]`` and labels ``[B]``.
+        eps: radius ε >= 0; steps: iterations K >= 1 per run; loss: ``"ce"`` or ``"dlr"`` (needs >= 3 classes).
+        restarts: runs >= 1; rho: the checkpoint threshold (0.75 in the paper).
+        generator: a ``torch.Generator`` on x's device for the random starts (default: the global RNG).
+
+    Returns:
+        ``[B, C, H, W]``: per image, the last misclassified iterate of the first run that fooled the model;
+        images never fooled are returned unchanged (so ``accuracy`` of the result is the robust accuracy).
+
+    Raises:
+        ValueError: ``eps < 0``, ``steps < 1``, ``restarts < 1``, unknown ``loss``; ``x`` outside [0, 1].
+    """
+    eps = _check_eps(eps)
+    check_image(x)
+    for name, value in (("steps", steps), ("restarts", restarts)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+    if loss not in ("ce", "dlr"):
+        raise ValueError(f"loss: expected 'ce' or 'dlr', got {loss!r}")
+    loss_fn = dlr_loss if loss == "dlr" else (lambda z, t: F.cross_entropy(z, t, reduction="none"))
+    x, y = x.detach(), y.detach()
+    adv = x.clone()
     with evaluating(model):
-        noise = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype)
-        cur = project(x + (2 * noise - 1) * eps)
-        f, g, fooled = evaluate(cur)
-        best_f, best_x = f.clone(), cur.clone()
-        adv = torch.where(fooled.view(shape), cur, best_x)
-        done = fooled.clone()
-        eta = torch.full((len(x),), 2 * eps, device=x.device, dtype=x.dtype)
-        prev, checkpoints = cur, _apgd_checkpoints(steps)
-        last_w, raised = 0, torch.zeros(len(x), device=x.device)
-        halved_last, best_at_last = torch.zeros_like(done), best_f.clone()
-        for k in range(steps):
-            z = project(cur + eta.view(shape) * g.sign())
-            nxt = z if k == 0 else project(cur + momentum * (z - cur) + (1 - momentum) * (cur - prev))
-            f_new, g_new, fooled = evaluate(nxt)
-            raised += (f_new > f).float()
-            prev, cur, f, g = cur, nxt, f_new, g_new
-            newly = fooled & ~done
-            adv = torch.where(newly.view(shape), cur, adv)
-            done |= fooled
-            better = f > best_f
-            best_f, best_x = torch.where(better, f, best_f), torch.where(better.view(shape), cur, best_x)
-            adv = torch.where(done.view(shape), adv, best_x)
-            if k + 1 in checkpoints and k + 1 > last_w:
-                stalled = raised < rho * (k + 1 - last_w)
-                stalled |= ~halved_last & (best_at_last >= best_f)
-                eta = torch.where(stalled, eta / 2, eta)
-                cur = torch.where(stalled.view(shape), best_x, cur)
-                if stalled.any():
-                    f_r, g_r, _ = evaluate(cur)
-                    f, g = torch.where(stalled, f_r, f), torch.where(stalled.view(shape), g_r, g)
-                last_w, raised = k + 1, torch.zeros_like(raised)
-                halved_last, best_at_last = stalled, best_f.clone()
-    return adv.detach()
+        with torch.no_grad():
+            robust = model(x).argmax(1) == y
+        for _ in range(restarts):
+            idx = robust.nonzero().flatten()
+            if len(idx) == 0:
+                break
+            fooled, x_fooled = _apgd_run(model, x[idx], y[idx], eps, steps, loss_fn, rho, generator)
+            robust[idx[fooled]] = False
+            adv[idx[fooled]] = x_fooled[fooled]
+    return adv
 
 
 def apgd_ce(model: nn.Module, x: Tensor, y: Tensor, eps: float, steps: int = 100, **kw) -> Tensor:

@@ -130,7 +130,7 @@ def cmd_evaluate(args) -> int:
         if attack.endswith("pgd"):
             kw["steps"] = args.pgd_steps
         elif "apgd" in attack:
-            kw["steps"] = args.apgd_steps
+            kw["steps"], kw["restarts"] = args.apgd_steps, args.apgd_restarts
         if attack.startswith("transfer-"):
             x_adv = transfer_attack(source, model, x, y, attack=attack.removeprefix("transfer-"), **kw)
             acc = accuracy(model, x_adv, y)
@@ -190,13 +190,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(handler=cmd_fit)
 
     e = sub.add_parser("evaluate", aliases=["eval"], parents=[common_options()],
-                       help="accuracy under clean/FGSM/PGD (and transfer) attacks; writes evaluation.json")
+                       help="accuracy under clean/FGSM/PGD/APGD (and transfer) attacks; writes evaluation.json")
     e.add_argument("model", type=existing_file, help="model.pt written by fit")
     e.add_argument("--attacks", type=_attacks, default=DEFAULT_ATTACKS,
                    help=f"comma-separated among {', '.join(ATTACKS)} (default: clean,fgsm,pgd)")
     e.add_argument("--eps", type=_floats, default=[0.05, 0.1], help="comma-separated radii in pixel scale")
     e.add_argument("--pgd-steps", type=int, default=7)
-    e.add_argument("--apgd-steps", type=int, default=100, help="iterations of APGD-CE/DLR")
+    e.add_argument("--apgd-steps", type=int, default=100, help="iterations of APGD-CE/DLR per restart")
+    e.add_argument("--apgd-restarts", type=int, default=1, help="APGD runs from fresh random starts")
     e.add_argument("--draws", type=int, default=None, help="repetitions to average (default: 5 for rate, else 1)")
     e.add_argument("--blackbox", type=existing_file, default=None, help="source model.pt for transfer attacks")
     e.add_argument("--n-test", type=int, default=None, help="evaluate the first N test images only")

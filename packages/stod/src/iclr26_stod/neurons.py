@@ -129,14 +129,17 @@ class LIF(nn.Module):
         for x in x_seq:
             if self.detach_membrane:
                 v = v.detach()
+            above_rest = v if rest == 0 else v - rest  # the same numbers; one operation fewer at rest 0
             if self.decay_input:
-                h = v + (x - (v - rest)) / self.tau
+                h = v + (x - above_rest) / self.tau
             else:
-                h = v - (v - rest) / self.tau + x
+                h = v - above_rest / self.tau + x
             s = self.spike_fn(h - self.v_threshold, self.alpha)
             s_reset = s.detach() if self.detach_reset else s
             if self.v_reset is None:
                 v = h - self.v_threshold * s_reset
+            elif self.v_reset == 0:
+                v = h * (1 - s_reset)
             else:
                 v = h * (1 - s_reset) + self.v_reset * s_reset
             spikes.append(s)
