@@ -38,3 +38,15 @@ def test_feature_extractors_shapes(tmp_path):
     torch.save(_ResNet18Trunk().state_dict(), path)
     feats = TorchvisionFeatures(path, layer="layer2", k=5)(img)
     assert feats.shape == (16, 16, 5) and np.isfinite(feats).all()
+
+
+def test_colmap_scene_holds_out_every_nth_image(monkeypatch):
+    import iclr26_active_gs.io as io
+    from iclr26_active_gs import CapturedScene, SyntheticObjectScene
+
+    cams = SyntheticObjectScene("toy-symmetric", image_size=8, n_candidates=10, n_test=0).candidates
+    images = [torch.full((8, 8, 3), j / 10) for j in range(10)]
+    monkeypatch.setattr(io, "load_colmap_text", lambda folder, downscale: (images, cams))
+    scene = CapturedScene.from_colmap("colmap", test_every=4)
+    assert [float(im[0, 0, 0]) for im in scene.test_images] == pytest.approx([0.0, 0.4, 0.8])
+    assert len(scene.candidates) == 7 and scene.render_gt(scene.candidates[0]) is images[1]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import math
 import pathlib
 
@@ -348,8 +349,6 @@ REAL_SKIP_NOTE = ("active-gs.real needs a captured scene in the local data folde
 def captured_scene(folder: pathlib.Path, width: int, n_test: int) -> CapturedScene:
     """The NeRF-Synthetic or COLMAP scene in ``folder``, downscaled by an integer factor to about ``width`` px."""
     if (folder / "transforms_train.json").is_file():
-        import json
-
         first = json.loads((folder / "transforms_train.json").read_text(encoding="utf-8"))["frames"][0]["file_path"]
         path = folder / first
         path = path if path.suffix else path.with_suffix(".png")

@@ -277,10 +277,10 @@ class CapturedScene:
         from .io import load_colmap_text
 
         images, cameras = load_colmap_text(folder, downscale)
-        test = set(range(0, len(images), test_every))
-        pick = [[x for j, x in enumerate(seq) if (j in test) == held] for held in (False, True) for seq in
-                (images, cameras)]
-        return cls(pick[0], pick[1], pick[2], pick[3], **kw)
+        train = [j for j in range(len(images)) if j % test_every]
+        test = [j for j in range(len(images)) if not j % test_every]
+        return cls([images[j] for j in train], [cameras[j] for j in train], [images[j] for j in test],
+                   [cameras[j] for j in test], **kw)
 
     def to(self, device) -> CapturedScene:
         """Moves the images and cameras to ``device`` (in place; returns the scene)."""
