@@ -44,9 +44,8 @@ def probe_footprint(probes: np.ndarray, spacing: float, camera: Camera, rendered
     ``margin`` (default one grid spacing); a pixel with accumulated opacity below 0.5 has no surface.
     """
     margin = spacing if margin is None else margin
-    out = rendered
-    alpha = out["alpha"].detach().cpu().double().numpy()
-    depth = out["depth"].detach().cpu().double().numpy() / np.maximum(alpha, 1e-12)
+    alpha = rendered["alpha"].detach().cpu().double().numpy()
+    depth = rendered["depth"].detach().cpu().double().numpy() / np.maximum(alpha, 1e-12)
     surface = np.where(alpha >= SURFACE_ALPHA, depth, np.inf)
     R, t = camera.R.detach().cpu().double().numpy(), camera.t.detach().cpu().double().numpy()
     K = camera.K.detach().cpu().double().numpy()
