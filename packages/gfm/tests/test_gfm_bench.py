@@ -6,8 +6,8 @@ import torch
 from iclr26_gfm.bench import BENCHMARK, CONFIGS, _claims, _test_nll
 from iclr26_shared.bench import derive_seeds
 
-METHODS = ("GFM(reflect)", "PlainFM", "ProjectedFM", "RejectionFM", "ReflectedFM", "untrained T^-1(U(B))",
-           "GFM(none, no rescale)")
+METHODS = ("GFM(reflect)", "GFM(specular)", "PlainFM", "ProjectedFM", "RejectionFM", "ReflectedFM",
+           "untrained T^-1(U(B))", "GFM(none, no rescale)")
 
 
 def _rows(sw2: dict[str, list[float]], seeds: list[int]) -> list[dict]:
@@ -19,7 +19,8 @@ def _rows(sw2: dict[str, list[float]], seeds: list[int]) -> list[dict]:
                          "violation_rate": 0.3 * (m == "PlainFM"), "max_violation": 0.0,
                          "boundary_atoms": 0.3 * (m == "ProjectedFM"),
                          "sw2": sw2.get(m, [0.1] * len(seeds))[i], "timing_seconds": 1.0, "outside_iterates": 5,
-                         "nll_common": -1.0, "nll_nonfinite": 0, "nll_points": 100, "near_boundary": 0.3})
+                         "nll_common": -1.0, "nll_nonfinite": 0, "nll_points": 100, "near_boundary": 0.3,
+                         "near_edge": 0.03})
         rows.append({"method": "GFM(reflect)", "target": "lshape-star", "seed": s, "violation_rate": 0.0,
                      "max_violation": 0.0})
     return rows

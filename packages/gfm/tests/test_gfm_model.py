@@ -34,7 +34,7 @@ class Outward(torch.nn.Module):
 @pytest.mark.parametrize("name", ["simplex-dirichlet", "hexagon-rings", "lshape-star", "ellipsoid-shell"])
 def test_adversarial_velocity_stays_feasible(name):
     X, C = make_target(name, 200, seed=0)
-    for boundary in ("reflect", "radial", "project"):
+    for boundary in ("reflect", "radial", "project", "specular"):
         model = GaugeFlowMatching(C, boundary=boundary, **SMALL).fit(X)
         model.net_ = Outward()
         S = model.sample(2000, steps=7)
@@ -183,6 +183,13 @@ def test_near_boundary_fraction_on_a_box_and_bad_input():
     g = torch.Generator().manual_seed(0)
     U = torch.rand(200_000, 2, generator=g, dtype=torch.float64) * torch.tensor([2.0, 1.0])
     assert abs(near_boundary_fraction(box, U) - 0.0298) < 0.002
+    # near two faces (a corner of the box): only the first two corners' neighbourhoods
+    Y = torch.tensor([[0.005, 0.008], [1.995, 0.5], [1.995, 0.999], [0.02, 0.005]], dtype=torch.float64)
+    assert near_boundary_fraction(box, Y, faces=2) == 0.5 and near_boundary_fraction(box, Y) == 1.0
+    # uniform: the four corner squares of side 0.01 hold 4e-4 / 2 of the mass
+    assert abs(near_boundary_fraction(box, U, faces=2) - 2e-4) < 1e-4
+    with pytest.raises(ValueError, match="faces"):
+        near_boundary_fraction(box, X, faces=5)
     with pytest.raises(TypeError, match="Polytope"):
         near_boundary_fraction(Ball([0.0, 0.0], 1.0), X)
     with pytest.raises(ValueError, match="dist"):

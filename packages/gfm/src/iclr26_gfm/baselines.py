@@ -20,7 +20,7 @@ import torch
 
 from .model import FlowEstimator, check_data
 from .projection import project
-from .sets import Box, ConvexSet, Polytope
+from .sets import Box, ConvexSet, Polytope, uniform_in_set
 
 Tensor = torch.Tensor
 
@@ -165,39 +165,10 @@ class ReflectedFM(FlowEstimator):
                                   "change of variables")
 
     def _source(self, n: int, generator: torch.Generator) -> Tensor:
-        lo, hi = (v.to(generator.device, torch.float32) for v in self.constraint.bounding_box())
-        out, have = [], 0
-        while have < n:
-            x = lo + (hi - lo) * torch.rand(2 * (n - have) + 16, self.dim_, generator=generator,
-                                            device=generator.device)
-            x = x[self.constraint.violation(x) <= 0]
-            out.append(x)
-            have += x.shape[0]
-        return torch.cat(out)[:n]
+        return uniform_in_set(self.constraint, n, generator)
 
     def _step_operator(self, z_prev: Tensor, z_new: Tensor, **_) -> Tensor:
-        A = self.constraint.A.to(z_new.device, z_new.dtype)
-        b = self.constraint.b.to(z_new.device, z_new.dtype)
-        out = z_new.clone()
-        idx = torch.nonzero((z_new @ A.T - b).max(dim=1).values > 0).squeeze(1)
-        start, end = z_prev[idx], z_new[idx]
-        for _ in range(self.max_reflections):
-            if idx.numel() == 0:
-                return out
-            w = end - start
-            aw = w @ A.T
-            excess_start = b - start @ A.T
-            t = torch.where(aw > 0, excess_start.clamp(min=0) / aw.clamp(min=1e-30), torch.inf)
-            t_hit, face = t.min(dim=1)
-            p = start + t_hit.clamp(max=1)[:, None] * w
-            a = A[face]
-            end = end - 2 * ((end * a).sum(dim=1) - b[face])[:, None] / (a * a).sum(dim=1, keepdim=True) * a
-            start = p
-            still = (end @ A.T - b).max(dim=1).values > 0
-            out[idx[~still]] = end[~still]
-            start, end, idx = start[still], end[still], idx[still]
-        out[idx] = start
-        return out
+        return self.constraint.reflect(z_prev, z_new, self.max_reflections)
 
 
 class MirrorFM(FlowEstimator):

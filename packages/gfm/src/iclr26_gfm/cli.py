@@ -32,7 +32,7 @@ from iclr26_shared.seeding import seed_everything
 
 from .bench import BENCHMARK
 from .data import TARGETS, load_npz, make_target
-from .gauge import BOUNDARY_MODES
+from .gauge import SET_BOUNDARY_MODES
 from .metrics import max_violation, violation_rate
 from .model import SOLVERS, GaugeFlowMatching
 
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, default=512)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--hidden", type=positive_int, nargs="+", default=[256, 256, 256])
-    p.add_argument("--boundary", choices=BOUNDARY_MODES, default="reflect")
+    p.add_argument("--boundary", choices=SET_BOUNDARY_MODES, default="reflect")
     p.set_defaults(handler=_cmd_fit)
 
     p = sub.add_parser("sample", parents=[common_options()],
@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=positive_int, default=10000)
     p.add_argument("--steps", type=positive_int, default=100)
     p.add_argument("--solver", choices=SOLVERS, default="euler")
-    p.add_argument("--boundary", choices=BOUNDARY_MODES, default=None, help="override the model's operator")
+    p.add_argument("--boundary", choices=SET_BOUNDARY_MODES, default=None, help="override the model's operator")
     p.set_defaults(handler=_cmd_sample)
 
     p = sub.add_parser("evaluate", aliases=["check"], parents=[common_options()],

@@ -4,10 +4,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .sets import ConvexSet, _check_points
+from .sets import ConvexSet, Polytope, _check_points, reflect_at_faces
 
 Tensor = torch.Tensor
 BOUNDARY_MODES = ("reflect", "radial", "project", "none")
+"""Operators of ``ball_boundary_step`` (they need only the ball)."""
+SET_BOUNDARY_MODES = (*BOUNDARY_MODES, "specular")
+"""GFM's operators: the ball's, plus ``specular`` (reflection in ``C``: ``GaugeMap.specular_step``)."""
 
 
 class GaugeMap:
@@ -49,6 +52,59 @@ class GaugeMap:
         _check_points("z", z, self.C.dim)
         u = z / torch.linalg.norm(z, dim=1, keepdim=True)
         return -self.C.dim * torch.log(self.C.gauge(u))
+
+    def specular_step(self, z_prev: Tensor, z_new: Tensor, max_reflections: int = 8) -> tuple[Tensor, int]:
+        """The ``specular`` operator: rows of ``z_new`` ``(n, d)`` with ``‖z‖ > 1`` are reflected in ``C`` itself.
+
+        A step ``z → z'`` leaving the ball ends at ``T⁻¹(z')`` outside ``C`` (``T⁻¹`` extends to all of ``R^d``);
+        ``C.reflect`` reflects it specularly at the face the step ``T⁻¹(z) → T⁻¹(z')`` crosses (as reflected flow
+        matching does in ``C``), and ``T`` maps the result back into the ball (rows at ``‖z‖ > 1`` by rounding are
+        rescaled to the sphere). The sphere reflection of ``reflect`` corresponds in ``C`` to a reflection along the
+        ray through ``x_c``, which near edges and vertices (where that ray is oblique to the face) slides mass along
+        the face away from them; this operator does not. Only the rows outside the ball are touched (in float64).
+        Returns the new iterates (``z_new``'s dtype and device) and the number of rows that were outside.
+        """
+        _check_points("z_new", z_new, self.C.dim)
+        if isinstance(self.C, Polytope):
+            return self._specular_polytope(z_prev, z_new, max_reflections)
+        out_idx = torch.nonzero(torch.linalg.vector_norm(z_new, dim=1) > 1).squeeze(1)
+        if out_idx.numel() == 0:
+            return z_new, 0
+        start = self.from_ball(z_prev[out_idx].to(torch.float64))
+        end = self.from_ball(z_new[out_idx].to(torch.float64))
+        z = self.to_ball(self.C.reflect(start, end, max_reflections))
+        norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+        result = z_new.clone()
+        result[out_idx] = torch.where(norm > 1, z / norm, z).to(z_new.dtype)
+        return result, out_idx.numel()
+
+    def _specular_polytope(self, z_prev: Tensor, z_new: Tensor, max_reflections: int) -> tuple[Tensor, int]:
+        """``specular_step`` on a polytope in NumPy (float64) on the rows outside the ball: the same maps
+        ``T⁻¹(z) = x_c + ‖z‖/γ(z)·z`` and ``T(x) = γ(y)/‖y‖·y`` with ``γ(y) = max(0, maxᵢ aᵢᵀy/sᵢ)``,
+        ``sᵢ = bᵢ − aᵢᵀx_c``, without the per-call cost of torch on a handful of rows."""
+        e = z_new.detach().cpu().numpy()
+        out_idx = np.flatnonzero(np.einsum("ij,ij->i", e, e) > 1)
+        if out_idx.size == 0:
+            return z_new, 0
+        A, b, c = self.C.A.numpy(), self.C.b.numpy(), self.C.center.numpy()
+        slack = b - A @ c
+
+        def gauge(y):
+            return np.maximum((y @ A.T / slack).max(axis=1), 0)
+
+        def from_ball(z):
+            norm = np.linalg.norm(z, axis=1)
+            return c + z * np.where(norm > 0, norm / np.maximum(gauge(z), np.finfo(float).tiny), 0)[:, None]
+
+        x = reflect_at_faces(A, b, from_ball(z_prev.detach().cpu().numpy()[out_idx].astype(np.float64)),
+                             from_ball(e[out_idx].astype(np.float64)), max_reflections)
+        y = x - c
+        norm = np.linalg.norm(y, axis=1)
+        z = y * np.where(norm > 0, gauge(y) / np.maximum(norm, np.finfo(float).tiny), 0)[:, None]
+        z /= np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1)
+        result = e.copy()
+        result[out_idx] = z
+        return torch.from_numpy(result).to(z_new.device), out_idx.size
 
 
 def uniform_ball(n: int, d: int, generator: torch.Generator | None = None, *, device=None,

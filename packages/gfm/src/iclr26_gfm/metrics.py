@@ -28,20 +28,23 @@ def boundary_atom_fraction(C: ConvexSet, X, tol: float = 1e-6) -> float:
     return float((C.gauge(X64 - C.center) > 1 - tol).double().mean())
 
 
-def near_boundary_fraction(C: Polytope, X, dist: float = 0.01) -> float:
-    """Share of rows of ``X`` ``(n, d)`` within Euclidean distance ``dist`` of a face of the polytope ``C``
-    (``min_i (b_i − a_iᵀx)/‖a_i‖ < dist``): how much mass a model puts near the boundary (issue 33).
+def near_boundary_fraction(C: Polytope, X, dist: float = 0.01, faces: int = 1) -> float:
+    """Share of rows of ``X`` ``(n, d)`` within Euclidean distance ``dist`` of at least ``faces`` faces of the
+    polytope ``C`` (distance to face ``i``: ``(b_i − a_iᵀx)/‖a_i‖``): how much mass a model puts near the boundary
+    (``faces=1``) or near its edges and vertices (``faces=2``; issue 33).
 
     Raises:
-        TypeError: ``C`` is not a ``Polytope``. ValueError: ``dist`` is not positive.
+        TypeError: ``C`` is not a ``Polytope``. ValueError: ``dist`` not positive, ``faces`` not in ``1..m``.
     """
     if not isinstance(C, Polytope):
         raise TypeError(f"C: expected a Polytope (distance to its faces), got {type(C).__name__}")
     if not dist > 0:
         raise ValueError(f"dist: expected a positive distance, got {dist!r}")
+    if not (isinstance(faces, int) and 1 <= faces <= C.A.shape[0]):
+        raise ValueError(f"faces: expected an integer in 1..{C.A.shape[0]} (the number of faces), got {faces!r}")
     X64 = check_data(X, C.dim)
     slack = (C.b - X64 @ C.A.T) / torch.linalg.norm(C.A, dim=1)
-    return float((slack.min(dim=1).values < dist).double().mean())
+    return float(((slack < dist).sum(dim=1) >= faces).double().mean())
 
 
 def sliced_wasserstein(X, Y, n_projections: int = 512, seed: int = 0) -> float:

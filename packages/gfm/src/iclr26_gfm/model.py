@@ -19,12 +19,13 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import nn
 
-from .gauge import BOUNDARY_MODES, GaugeMap, boundary_step_counted, uniform_ball
-from .sets import ConvexSet, Polytope, set_from_spec
+from .gauge import SET_BOUNDARY_MODES, GaugeMap, boundary_step_counted, uniform_ball
+from .sets import ConvexSet, Polytope, set_from_spec, uniform_in_set
 from .sphere import SphericalCap
 
 Tensor = torch.Tensor
 SOLVERS = ("euler", "midpoint", "heun")
+SOURCES = ("uniform_ball", "gaussian", "uniform_set")
 COUPLINGS = ("independent", "ot")
 TIME_FEATURES = 16
 """Default number of Fourier features of ``t`` (frequencies ``π·2^k``, ``k < TIME_FEATURES/2``), shared by GFM
@@ -383,9 +384,12 @@ class GaugeFlowMatching(FlowEstimator):
     Args:
         constraint: the set ``C`` (any ``ConvexSet``, including star-shaped ``StarUnion``), or a
             ``SphericalCap`` on ``S^d`` (flow matching then runs in the ball ``Log_p(cap)`` of ``R^d``).
-        source: ``"uniform_ball"`` (default) or ``"gaussian"``.
+        source: ``"uniform_ball"`` (default), ``"gaussian"``, or ``"uniform_set"``: ``T#Uniform(C)`` (uniform on
+            ``C`` by rejection from its bounding box, mapped into the ball; the same radial law as the uniform ball,
+            directions weighted by ``ρ_C(u)^d``, so the directions of far vertices get their share of mass).
         boundary: operator after each step for iterates outside the ball (``reflect``, ``radial``,
-            ``project``, ``none``).
+            ``project``, ``none``, or ``specular``: reflection at ``∂C`` in ``C`` itself, see
+            ``GaugeMap.specular_step``).
         final_rescale: rescale final iterates with ``‖z‖ > 1`` to the sphere (in float64) before
             ``T⁻¹``; this makes every sample feasible to rounding.
         velocity_net: optional user ``nn.Module`` ``(z (n, k), t (n,)) → (n, k)``, ``k`` = ``constraint.dim``
@@ -407,8 +411,8 @@ class GaugeFlowMatching(FlowEstimator):
                          velocity_net=velocity_net, ot_batch_size=ot_batch_size, ema_decay=ema_decay)
         self.constraint = constraint
         self.cap = constraint if isinstance(constraint, SphericalCap) else None
-        self.source = _check_choice("source", source, ("uniform_ball", "gaussian"))
-        self.boundary = _check_choice("boundary", boundary, BOUNDARY_MODES)
+        self.source = _check_choice("source", source, SOURCES)
+        self.boundary = _check_choice("boundary", boundary, SET_BOUNDARY_MODES)
         self.final_rescale = bool(final_rescale)
         self.gauge_map = GaugeMap(constraint.chart if self.cap is not None else constraint)
         _warn_if_off_centre(self.gauge_map.C)
@@ -432,10 +436,18 @@ class GaugeFlowMatching(FlowEstimator):
     def _source(self, n: int, generator: torch.Generator) -> Tensor:
         if self.source == "gaussian":
             return torch.randn(n, self.dim_, generator=generator, device=generator.device)
+        if self.source == "uniform_set":
+            z = self.gauge_map.to_ball(uniform_in_set(self.gauge_map.C, n, generator).to(torch.float64))
+            norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+            return torch.where(norm > 1, z / norm, z).to(torch.float32)
         return uniform_ball(n, self.dim_, generator)
 
     def _step_operator(self, z_prev: Tensor, z_new: Tensor, boundary: str | None = None, **_) -> Tensor:
-        z, outside = boundary_step_counted(z_prev, z_new, boundary or self.boundary)
+        mode = boundary or self.boundary
+        if mode == "specular":
+            z, outside = self.gauge_map.specular_step(z_prev, z_new)
+        else:
+            z, outside = boundary_step_counted(z_prev, z_new, mode)
         self._outside += outside
         return z
 
@@ -453,7 +465,7 @@ class GaugeFlowMatching(FlowEstimator):
         """``n`` samples ``(n, d)`` float64 in ``C``; ``boundary``/``final_rescale`` override the estimator's
         for this call (ablations). ``return_ball`` also returns the final ball iterates ``(n, d)``."""
         if boundary is not None:
-            _check_choice("boundary", boundary, BOUNDARY_MODES)
+            _check_choice("boundary", boundary, SET_BOUNDARY_MODES)
         self._outside = 0
         out = super().sample(n, steps, solver, return_ball, generator, boundary=boundary, final_rescale=final_rescale)
         self.sample_stats_ = {"outside_iterates": self._outside, "iterates": n * steps}
@@ -471,8 +483,14 @@ class GaugeFlowMatching(FlowEstimator):
     def _source_log_prob(self, z0: Tensor) -> Tensor:
         if self.source == "gaussian":
             return super()._source_log_prob(z0)
+        inside = torch.linalg.vector_norm(z0, dim=1) <= 1
+        if self.source == "uniform_set":
+            # T#Uniform(C): density ρ(u)^k / vol(C) at z = r·u (the change of variables of T⁻¹)
+            C = self.gauge_map.C
+            log_p = self.gauge_map.log_abs_det_from_ball(z0.to(torch.float64)) - C.log_volume()
+            return torch.where(inside, log_p, -math.inf)
         log_vol = 0.5 * self.dim_ * math.log(math.pi) - math.lgamma(0.5 * self.dim_ + 1)
-        return torch.where(torch.linalg.vector_norm(z0, dim=1) <= 1, -log_vol, -math.inf).to(torch.float64)
+        return torch.where(inside, -log_vol, -math.inf).to(torch.float64)
 
     def _log_abs_det_decode(self, z: Tensor) -> Tensor:
         z64 = z.to(torch.float64)

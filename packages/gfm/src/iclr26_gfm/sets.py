@@ -8,12 +8,14 @@ not convex.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from scipy.optimize import linprog
+from scipy.spatial import ConvexHull, HalfspaceIntersection
 
 if TYPE_CHECKING:
     from .sphere import SphericalCap
@@ -124,6 +126,63 @@ class ConvexSet:
         _check_points("x", x, self.dim)
         return (self.gauge(x - self.center.to(x.device, x.dtype)) - 1).clamp(min=0)
 
+    def log_volume(self) -> float:
+        """``log vol(C)`` (Lebesgue measure in ``R^d``); used by the ``uniform_set`` source's density.
+
+        Raises:
+            NotImplementedError: the set has no volume formula (only polytopes and ellipsoids have one).
+        """
+        raise NotImplementedError(f"{type(self).__name__}: no volume formula (polytopes and ellipsoids have one)")
+
+    def normal(self, y: Tensor) -> Tensor:
+        """Outward normals ``∇γ_C(y)`` ``(n, d)`` at offsets ``y`` ``(n, d)`` from ``center`` (float64), by central
+        differences of the gauge (step ``1e-6·max(1, ‖y‖)``); sets with a closed form override it."""
+        y64 = _check_points("y", y, self.dim).to(torch.float64)
+        h = 1e-6 * torch.linalg.norm(y64, dim=1, keepdim=True).clamp(min=1.0)
+        grad = torch.empty_like(y64)
+        for j in range(self.dim):
+            step = torch.zeros_like(y64)
+            step[:, j:j + 1] = h
+            grad[:, j] = (self.gauge(y64 + step) - self.gauge(y64 - step)) / (2 * h[:, 0])
+        return grad
+
+    def _exit_fraction(self, x_start: Tensor, w: Tensor, iters: int = 60) -> Tensor:
+        """``λ ∈ [0, 1]`` ``(k,)`` where ``x_start + λw`` leaves ``C`` (``γ = 1``), by bisection; ``x_start`` in ``C``,
+        ``x_start + w`` outside. A convex gauge crosses 1 once along the segment."""
+        c = self.center.to(x_start.device, x_start.dtype)
+        lo = torch.zeros(x_start.shape[0], dtype=x_start.dtype, device=x_start.device)
+        hi = torch.ones_like(lo)
+        for _ in range(iters):
+            mid = (lo + hi) / 2
+            inside = self.gauge(x_start + mid[:, None] * w - c) <= 1
+            lo, hi = torch.where(inside, mid, lo), torch.where(inside, hi, mid)
+        return lo
+
+    def reflect(self, x_start: Tensor, x_end: Tensor, max_reflections: int = 8) -> Tensor:
+        """Specular reflection at ``∂C`` of the steps ``x_start → x_end`` (``(n, d)``, ``x_start`` in ``C``).
+
+        Rows of ``x_end`` outside ``C`` are reflected across the tangent plane at the point where the step leaves
+        ``C`` (normal ``∇γ``), repeated from that point up to ``max_reflections`` times; rows still outside then
+        keep the last exit point. Rows inside are returned unchanged. Generic version: exit point by bisection,
+        normal by central differences (polytopes override both with closed forms).
+        """
+        c = self.center.to(x_end.device, x_end.dtype)
+        out = x_end.clone()
+        idx = torch.nonzero(self.gauge(x_end - c) > 1).squeeze(1)
+        start, end = x_start[idx], x_end[idx]
+        for _ in range(max_reflections):
+            if idx.numel() == 0:
+                return out
+            p = start + self._exit_fraction(start, end - start)[:, None] * (end - start)
+            n = self.normal(p - c).to(x_end.dtype)
+            end = end - 2 * ((end - p) * n).sum(dim=1, keepdim=True) / (n * n).sum(dim=1, keepdim=True) * n
+            start = p
+            still = self.gauge(end - c) > 1
+            out[idx[~still]] = end[~still]
+            start, end, idx = start[still], end[still], idx[still]
+        out[idx] = start
+        return out
+
     def radial(self, u: Tensor) -> Tensor:
         """Radial function ``ρ_C(u) = 1/γ_C(u)`` for unit rows ``u`` ``(n, d)``.
 
@@ -191,9 +250,65 @@ class Polytope(ConvexSet):
     def bounding_box(self) -> tuple[Tensor, Tensor]:
         return self._box[0].clone(), self._box[1].clone()
 
+    def log_volume(self) -> float:
+        """``log vol(C)``: volume of the hull of the vertices (``scipy.spatial.HalfspaceIntersection``)."""
+        if self.dim == 1:
+            lo, hi = self._box
+            return float(torch.log(hi - lo)[0])
+        halfspaces = np.hstack([self.A.numpy(), -self.b.numpy()[:, None]])
+        vertices = HalfspaceIntersection(halfspaces, self.center.numpy()).intersections
+        return float(np.log(ConvexHull(vertices).volume))
+
+    def normal(self, y: Tensor) -> Tensor:
+        """``∇γ(y) = a_i/(b_i − a_iᵀx_c)`` of the face ``i`` attaining the gauge at offsets ``y`` ``(n, d)``."""
+        A = self.A.to(y.device, y.dtype)
+        slack = self.b.to(y.device, y.dtype) - A @ self.center.to(y.device, y.dtype)
+        face = ((y @ A.T) / slack).argmax(dim=1)
+        return A[face] / slack[face, None]
+
+    def reflect(self, x_start: Tensor, x_end: Tensor, max_reflections: int = 8) -> Tensor:
+        """Specular reflection of the steps ``x_start → x_end`` at the first face each crosses (smallest crossing
+        time), repeated up to ``max_reflections`` times, then the crossing point is kept (see
+        :meth:`ConvexSet.reflect`). Every face is checked; the rows outside (usually few) are processed in NumPy
+        on the host (float64), where an operation on a handful of rows costs far less than a torch call."""
+        A, b = self.A.numpy(), self.b.numpy()
+        end = x_end.detach().cpu().numpy()
+        idx = np.flatnonzero((end @ A.T - b).max(axis=1) > 0)
+        if idx.size == 0:
+            return x_end
+        out = end.copy()
+        out[idx] = reflect_at_faces(A, b, x_start.detach().cpu().numpy()[idx].astype(np.float64),
+                                    end[idx].astype(np.float64), max_reflections)
+        return torch.from_numpy(out).to(x_end.device)
+
     def to_spec(self) -> dict:
         """A serialisable description (see ``set_from_spec``)."""
         return {"type": "polytope", "A": self.A.tolist(), "b": self.b.tolist(), "center": self.center.tolist()}
+
+
+def reflect_at_faces(A: np.ndarray, b: np.ndarray, start: np.ndarray, end: np.ndarray,
+                     max_reflections: int) -> np.ndarray:
+    """NumPy core of :meth:`Polytope.reflect` on rows ``(k, d)`` whose ``end`` lies outside ``{Ax ≤ b}``."""
+    out, idx = end.copy(), np.arange(end.shape[0])
+    for _ in range(max_reflections):
+        w = end - start
+        aw = w @ A.T
+        excess_start = np.maximum(b - start @ A.T, 0)
+        with np.errstate(divide="ignore"):
+            t = np.where(aw > 0, excess_start / np.maximum(aw, 1e-30), np.inf)
+        face = t.argmin(axis=1)
+        t_hit = np.minimum(t[np.arange(t.shape[0]), face], 1)
+        p = start + t_hit[:, None] * w
+        a = A[face]
+        end = end - (2 * ((end * a).sum(axis=1) - b[face]) / (a * a).sum(axis=1))[:, None] * a
+        start = p
+        still = (end @ A.T - b).max(axis=1) > 0
+        out[idx[~still]] = end[~still]
+        start, end, idx = start[still], end[still], idx[still]
+        if idx.size == 0:
+            return out
+    out[idx] = start
+    return out
 
 
 class Box(Polytope):
@@ -257,6 +372,11 @@ class Ellipsoid(ConvexSet):
     def bounding_box(self) -> tuple[Tensor, Tensor]:
         half = torch.sqrt(torch.diagonal(torch.linalg.inv(self.Q)))
         return self.c - half, self.c + half
+
+    def log_volume(self) -> float:
+        """``log vol(C) = log vol(B_d) − ½ log det Q``."""
+        d = self.dim
+        return 0.5 * d * math.log(math.pi) - math.lgamma(0.5 * d + 1) - 0.5 * float(torch.linalg.slogdet(self.Q)[1])
 
     def to_spec(self) -> dict:
         return {"type": "ellipsoid", "Q": self.Q.tolist(), "c": self.c.tolist(), "center": self.center.tolist()}
@@ -410,6 +530,21 @@ class FunctionalSet(ConvexSet):
 
     def bounding_box(self) -> tuple[Tensor, Tensor]:
         return self.center - self.r_max, self.center + self.r_max
+
+
+def uniform_in_set(C: ConvexSet, n: int, generator: torch.Generator) -> Tensor:
+    """``n`` points ``(n, d)`` float32 uniform on ``C``, by rejection from its bounding box (on the generator's device).
+
+    The acceptance is ``vol(C)/vol(box)``: fine in low dimension, exponentially small in high dimension.
+    """
+    lo, hi = (v.to(generator.device, torch.float32) for v in C.bounding_box())
+    out, have = [], 0
+    while have < n:
+        x = lo + (hi - lo) * torch.rand(2 * (n - have) + 16, C.dim, generator=generator, device=generator.device)
+        x = x[C.violation(x) <= 0]
+        out.append(x)
+        have += x.shape[0]
+    return torch.cat(out)[:n]
 
 
 def set_from_spec(spec: dict) -> ConvexSet | SphericalCap:
