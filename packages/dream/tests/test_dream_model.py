@@ -36,8 +36,8 @@ def test_pseudo_labels_refresh_only_every_third_epoch_and_fit_is_deterministic(d
     again = DREAM(4, random_state=0, **TINY).fit(Xs, y)
     assert np.array_equal(model.labels_, again.labels_)
     assert np.allclose(model.transform(Xs), model.embedding_, atol=1e-5)
-    # KL weight of view v: 2 x the mean per-feature variance of its preprocessed input (lambda1 = 1)
-    assert np.allclose(model.kl_weights_, [2 * preprocess_view(X).var(axis=0).mean() for X in Xs])
+    # KL weight of view v: lambda1 (default 0.1) x 2 x the mean per-feature variance of its preprocessed input
+    assert np.allclose(model.kl_weights_, [0.1 * 2 * preprocess_view(X).var(axis=0).mean() for X in Xs])
     assert [m.shape for m in model.semantic_means_] == [(80, 8), (80, 8)]
     assert np.allclose(model.predict_proba(Xs).sum(1), 1, atol=1e-5)
 

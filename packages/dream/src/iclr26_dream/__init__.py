@@ -9,10 +9,11 @@ from .data import (
                    load_mfeat_uci3,
                    load_npz,
                    load_views,
+                   make_community_views,
                    make_semantic_structural_views,
                    preprocess_view,
 )
-from .graph import knn_graph, normalize_adjacency
+from .graph import check_graphs, knn_graph, normalize_adjacency
 from .model import DREAM, check_views
 from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE, student_t_assignment
 
@@ -21,8 +22,8 @@ __all__ = [
     "__version__",
     "DREAM", "check_views",
     "ViewVAE", "ViewGCN", "GatedFusion", "StudentTClusterHead", "student_t_assignment",
-    "knn_graph", "normalize_adjacency",
+    "knn_graph", "normalize_adjacency", "check_graphs",
     "ConcatKMeans", "ConcatSpectral", "AverageGraphSpectral", "BestViewKMeans", "PropagatedKMeans",
-    "load_mfeat", "load_mfeat_uci3", "make_semantic_structural_views", "load_mat", "load_npz", "load_views",
-    "preprocess_view",
+    "load_mfeat", "load_mfeat_uci3", "make_semantic_structural_views", "make_community_views", "load_mat",
+    "load_npz", "load_views", "preprocess_view",
 ]

@@ -10,7 +10,7 @@ from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.metrics import silhouette_score
 
 from .data import preprocess_view
-from .graph import knn_graph, normalize_adjacency
+from .graph import check_graphs, knn_graph, normalize_adjacency
 from .model import check_views
 
 
@@ -36,7 +36,8 @@ class ConcatKMeans(ClusterMixin, BaseEstimator):
 class PropagatedKMeans(ClusterMixin, BaseEstimator):
     """Parameter-free graph baseline: k-means on the concatenated row-ℓ2-normalised Â^hops X^{(v)}.
 
-    Per view: the preprocessed X (N, d_v), the cosine kNN graph DREAM's GCN uses (``n_neighbors``),
+    Per view: the preprocessed X (N, d_v), the cosine kNN graph DREAM's GCN uses (``n_neighbors``) or the
+    graph passed to ``fit`` for that view,
     Â = D̃^{-1/2}(A + I)D̃^{-1/2}, ``hops`` propagation steps, row ℓ2; then k-means (``n_init``) on the
     concatenation (N, Σ d_v). With ``hops=2`` it is DREAM's two-layer GCN without weights or training.
     ``preprocess`` and ``metric`` as in ``DREAM``. Sets ``labels_ (N,)``.
@@ -52,14 +53,17 @@ class PropagatedKMeans(ClusterMixin, BaseEstimator):
         self.metric = metric
         self.random_state = random_state
 
-    def fit(self, Xs, y=None):
-        """Fits on a list of views ``(N, d_v)``; sets ``labels_ (N,)``."""
+    def fit(self, Xs, y=None, graphs=None):
+        """Fits on a list of views ``(N, d_v)``; ``graphs`` as in ``DREAM.fit`` (``None`` entries: kNN graphs).
+        Sets ``labels_ (N,)``."""
         if isinstance(self.hops, bool) or not isinstance(self.hops, (int, np.integer)) or self.hops < 0:
             raise ValueError(f"hops: expected a non-negative integer, got {self.hops!r}")
         parts = []
-        for X in check_views(Xs):
+        views = check_views(Xs)
+        for X, G in zip(views, check_graphs(graphs, views[0].shape[0], len(views))):
             Z = preprocess_view(X, self.preprocess)
-            a_hat = normalize_adjacency(knn_graph(Z, k=self.n_neighbors, metric=self.metric), dtype=torch.float64)
+            G = knn_graph(Z, k=self.n_neighbors, metric=self.metric) if G is None else G
+            a_hat = normalize_adjacency(G, dtype=torch.float64)
             H = torch.as_tensor(Z)
             for _ in range(self.hops):
                 H = torch.sparse.mm(a_hat, H)

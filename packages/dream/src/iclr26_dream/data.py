@@ -47,6 +47,24 @@ def load_mfeat_uci3() -> tuple[list[np.ndarray], np.ndarray]:
     return list(ds.views), ds.y
 
 
+def _check_generator_args(n, n_clusters, sep) -> None:
+    if not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
+        raise ValueError(f"n_clusters: expected an integer >= 2, got {n_clusters!r}")
+    if not isinstance(n, (int, np.integer)) or n < n_clusters:
+        raise ValueError(f"n: expected an integer >= n_clusters = {n_clusters}, got {n!r}")
+    if not sep > 0:
+        raise ValueError(f"sep: expected a positive number, got {sep!r}")
+
+
+def _gaussian_blobs(y, dim: int, sep: float, rng: np.random.Generator) -> np.ndarray:
+    """``(N, dim)`` Gaussian blobs: K random unit directions scaled to norm ``sep/√2`` (centres ≈ ``sep``
+    apart) plus N(0, I) noise, for the labels ``y (N,)`` in ``0..K-1``."""
+    k = int(y.max()) + 1
+    dirs = rng.normal(size=(k, dim))
+    centres = dirs / np.linalg.norm(dirs, axis=1, keepdims=True) * (sep / np.sqrt(2.0))
+    return centres[y] + rng.normal(size=(y.size, dim))
+
+
 def make_semantic_structural_views(n: int = 1200, n_clusters: int = 4, sep: float = 2.0,
                                    random_state=None) -> tuple[list[np.ndarray], np.ndarray]:
     """Two views whose reliability differs by source (the paper's motivation).
@@ -63,24 +81,58 @@ def make_semantic_structural_views(n: int = 1200, n_clusters: int = 4, sep: floa
     Raises:
         ValueError: ``n < n_clusters``, ``n_clusters < 2`` or ``sep <= 0``.
     """
-    if not isinstance(n_clusters, (int, np.integer)) or n_clusters < 2:
-        raise ValueError(f"n_clusters: expected an integer >= 2, got {n_clusters!r}")
-    if not isinstance(n, (int, np.integer)) or n < n_clusters:
-        raise ValueError(f"n: expected an integer >= n_clusters = {n_clusters}, got {n!r}")
-    if not sep > 0:
-        raise ValueError(f"sep: expected a positive number, got {sep!r}")
+    _check_generator_args(n, n_clusters, sep)
     rng = np.random.default_rng(random_state)
-    per = n // n_clusters
-    y = np.repeat(np.arange(n_clusters), per)
-    dirs = rng.normal(size=(n_clusters, 20))
-    centres = dirs / np.linalg.norm(dirs, axis=1, keepdims=True) * (sep / np.sqrt(2.0))
-    blob = centres[y] + rng.normal(size=(y.size, 20))
+    y = np.repeat(np.arange(n_clusters), n // n_clusters)
+    blob = _gaussian_blobs(y, 20, sep, rng)
     radius = y + 1.0 + rng.normal(0.0, 0.05, size=y.size)
     angle = rng.uniform(0.0, 2.0 * np.pi, size=y.size)
     ring2d = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
     basis, _ = np.linalg.qr(rng.normal(size=(20, 2)))
     ring = ring2d @ basis.T + rng.normal(0.0, 0.02, size=(y.size, 20))
     return [blob, ring], y
+
+
+def make_community_views(n: int = 1200, n_clusters: int = 4, within_degree: float = 9.0,
+                         between_degree: float = 1.0, sep: float = 1.0, dim: int = 20,
+                         random_state=None) -> tuple[list[np.ndarray], np.ndarray, list]:
+    """Two views whose reliability differs by source, with structure a two-hop GCN can see.
+
+    View 0 ("features"): Gaussian blobs in ``dim``-D at centre distance ≈ ``sep`` (at the default
+    sep = 1 k-means on it is near chance), clustered through a kNN graph on these features. View 1
+    ("graph"): featureless nodes (one-hot identities, ``(n, n)``) on a stochastic block model: each
+    node has on average ``within_degree`` neighbours in its own class and ``between_degree`` in the
+    others. The classes are communities of the graph that no feature separates; the reliable signal is
+    the graph view's structural branch.
+
+    Returns:
+        ``([X_blob (n, dim), X_id (n, n)], y (n,), graphs)`` with ``n // n_clusters`` samples per class
+        (``n`` rounded down to a multiple) and ``graphs = [None, A]``: ``None`` = build the kNN graph from
+        the features, ``A`` the ``(n, n)`` binary symmetric CSR block-model adjacency (no self-loops).
+
+    Raises:
+        ValueError: ``n < n_clusters``, ``n_clusters < 2``, ``sep <= 0``, a negative degree or one that
+        asks for more neighbours than exist, ``dim < 1``.
+    """
+    import scipy.sparse as sp
+
+    _check_generator_args(n, n_clusters, sep)
+    if not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise ValueError(f"dim: expected an integer >= 1, got {dim!r}")
+    per = n // n_clusters
+    for name, degree, pool in (("within_degree", within_degree, per - 1), ("between_degree", between_degree,
+                                                                            per * (n_clusters - 1))):
+        if not 0 <= degree <= pool:
+            raise ValueError(f"{name}: expected a number in [0, {pool}], got {degree!r}")
+    rng = np.random.default_rng(random_state)
+    y = np.repeat(np.arange(n_clusters), per)
+    blob = _gaussian_blobs(y, dim, sep, rng)
+    m = y.size
+    same = y[:, None] == y[None, :]
+    prob = np.where(same, within_degree / max(per - 1, 1), between_degree / max(per * (n_clusters - 1), 1))
+    upper = np.triu(rng.random((m, m)) < prob, k=1)
+    A = sp.csr_matrix((upper | upper.T).astype(np.float64))
+    return [blob, np.eye(m)], y, [None, A]
 
 
 def _labels_0k(y) -> np.ndarray:

@@ -93,3 +93,39 @@ def edge_index(A, device=None) -> torch.Tensor:
     """The ``(2, E)`` long tensor of the non-zero positions of a scipy sparse ``A``."""
     coo = sp.coo_matrix(A)
     return torch.as_tensor(np.vstack([coo.row, coo.col]), dtype=torch.long, device=device)
+
+
+def check_graphs(graphs, n: int, n_views: int) -> list[sp.csr_matrix | None]:
+    """Validates user-supplied graphs, one entry per view: ``None`` (build the kNN graph from that view's
+    features) or an ``(N, N)`` symmetric non-negative adjacency (scipy sparse or array-like).
+
+    Returns:
+        ``n_views`` entries: ``None`` or the binary CSR adjacency (non-zero → 1, diagonal dropped).
+
+    Raises:
+        ValueError: ``graphs`` is not a list of ``n_views`` entries, or an entry has the wrong shape, NaN/inf,
+        negative entries or is not symmetric.
+    """
+    if graphs is None:
+        return [None] * n_views
+    if not isinstance(graphs, (list, tuple)) or len(graphs) != n_views:
+        raise ValueError(f"graphs: expected a list of {n_views} entries (None or an (N, N) adjacency), got "
+                         f"{type(graphs).__name__} of length {len(graphs) if hasattr(graphs, '__len__') else '?'}")
+    out: list[sp.csr_matrix | None] = []
+    for v, G in enumerate(graphs):
+        if G is None:
+            out.append(None)
+            continue
+        A = sp.csr_matrix(G, dtype=np.float64)
+        if A.shape != (n, n):
+            raise ValueError(f"graphs[{v}]: expected shape ({n}, {n}), got {A.shape}")
+        if A.nnz and (not np.all(np.isfinite(A.data)) or A.data.min() < 0):
+            raise ValueError(f"graphs[{v}]: expected finite non-negative entries")
+        if abs(A - A.T).sum() > 1e-9 * max(1.0, abs(A).sum()):
+            raise ValueError(f"graphs[{v}]: expected a symmetric adjacency, got A != A.T")
+        A = (A > 0).astype(np.float64).tocsr()
+        A.setdiag(0.0)
+        A.eliminate_zeros()
+        A.sort_indices()
+        out.append(A)
+    return out
