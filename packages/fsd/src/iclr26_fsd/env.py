@@ -4,8 +4,8 @@ Tasks (hierarchical, weak-to-strong, plus self-consistency), each a (prompt, tar
 
 - ``level0``: single-object grounding (the scene re-rendered with the named object alone, ``find the red
   square`` -> its box): where a coordinate token points, before any name has to be bound to an object;
-- ``level1``: grounding (``find the red square`` -> ``<ref> red square </ref> <box> .. </box>``) and region
-  captioning (``what is in <box> .. </box>`` -> ``<ref> .. </ref>``);
+- ``level1``: grounding (``find the red square`` -> ``<ref> red square </ref> <box> .. </box>``; a share
+  ``GROUNDING_SHARE`` of the samples) and region captioning (``what is in <box> .. </box>`` -> ``<ref> .. </ref>``);
 - ``level2``: spatial-relation QA (``is the a left of the b`` -> ``yes``/``no``) and relation-graph
   generation (``relate the a and the b`` -> ``<rel> a @relation b </rel>``);
 - ``level3``: the instruction -> SrCoT + visual aids (answer only when ``cot=False``);
@@ -39,13 +39,15 @@ SPLITS = ("train", "test_iid", "test_compositional")
 TASKS = ("level0", "level1", "level2", "level3", "consistency")
 MIXTURE = {"level0": 0.0, "level1": 0.15, "level2": 0.15, "level3": 0.55, "consistency": 0.15}
 CURRICULUM = (
-    (0.25, {"level0": 0.6, "level1": 0.2, "level2": 0.0, "level3": 0.0, "consistency": 0.2}),
-    (0.25, {"level0": 0.1, "level1": 0.4, "level2": 0.3, "level3": 0.0, "consistency": 0.2}),
-    (0.5, MIXTURE),
+    (0.3, {"level0": 0.2, "level1": 0.8, "level2": 0.0, "level3": 0.0, "consistency": 0.0}),
+    (0.3, {"level0": 0.0, "level1": 0.8, "level2": 0.1, "level3": 0.0, "consistency": 0.1}),
+    (0.4, MIXTURE),
 )
 """FSD's staged, weak-to-strong data as a schedule: (fraction of the steps, task weights). Single-object
 grounding first, then multi-object grounding and relations, then the full mixture with SrCoT + visual aids
 (points and traces); point reading (``consistency``) throughout."""
+GROUNDING_SHARE = 0.8
+"""Fraction of ``level1`` samples that are grounding (``find the X``); the rest are region captioning."""
 CURRICULA = {"staged": CURRICULUM, "mixture": ((1.0, MIXTURE),)}
 """Named schedules for ``FSDTiny.fit(curriculum=...)``: ``staged`` (the default) or the single-stage ``mixture``
 (the spec's original mixing ratios from the first step, no single-object stage)."""
@@ -216,7 +218,7 @@ class TableTop2D:
     def _level1(self, i, rng, vocab, cot):
         scene = self.scenes[i]
         obj = scene.objects[rng.integers(len(scene.objects))]
-        if rng.random() < 0.5:
+        if rng.random() < GROUNDING_SHARE:
             return (self.images[i], ["find", "the", *obj.name.split()],
                     ["<ref>", *obj.name.split(), "</ref>", *self._box_tokens(obj.extent(), vocab)])
         return (self.images[i], ["what", "is", "in", *self._box_tokens(obj.extent(), vocab)],

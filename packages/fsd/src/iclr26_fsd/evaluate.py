@@ -112,6 +112,10 @@ def load_policy(path: str | os.PathLike, device="cpu") -> TokenPolicy:
         model.joint_high_ = state["joint_high"].numpy()
     else:
         raise ValueError(f"path: {path} is not an iclr26-fsd model (kind {state.get('kind')!r})")
+    missing = sorted(set(model.net.state_dict()) - set(state["state_dict"]))
+    if missing:
+        raise ValueError(f"path: expected a model of this iclr26-fsd version, got {path} without {missing[0]} (written "
+                         "before the pointer readout; retrain it)")
     model.net.load_state_dict(state["state_dict"])
     model.net.eval()
     return model

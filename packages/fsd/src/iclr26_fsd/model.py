@@ -1,7 +1,8 @@
 """``FSDTiny``: a small vision-language model trained from scratch that emits SrCoT and FSD's visual aids.
 
 Training: teacher-forced cross-entropy on the output tokens over the staged task mixture of
-``env.CURRICULUM`` (AdamW, cosine learning rate after a short linear warm-up, no label smoothing). Decoding: greedy (or
+``env.CURRICULUM`` (AdamW, cosine learning rate after a short linear warm-up; a coordinate token's target is a
+Gaussian over the bins, ``COORD_SIGMA``). Decoding: greedy (or
 sampled) with grammar-constrained masking, batched, the prefix encoded once and a key/value cache for
 the output tokens.
 """
@@ -37,6 +38,11 @@ from .tokens import (
     tokens_to_aids,
 )
 
+POINTER = 32
+"""Channels of FSDTiny's pointer readout (``network.PrefixLM``); the direct-action policy, which emits no
+coordinates, has none."""
+COORD_SIGMA = 1.0
+"""Std (in bins) of the Gaussian target of a coordinate token (a smoothed per-axis classification over bins)."""
 SampleFn = Callable[[int, np.random.Generator, int], tuple[np.ndarray, list[list[str]], list[list[str]]]]
 
 
@@ -65,13 +71,14 @@ class TokenPolicy:
     kind = ""
 
     def __init__(self, vocab: Vocab, d_model: int, n_layers: int, n_heads: int, d_mlp: int, image_size: int,
-                 max_out: int, seed: int, device):
+                 max_out: int, seed: int, device, pointer: int = 0):
         from iclr26_shared.device import resolve_device
 
         self.vocab = vocab
         self.config = NetConfig(len(vocab), d_model, n_layers, n_heads, d_mlp, image_size, 16, max_out,
-                                vocab.stoi["<c0>"], vocab.coord_bins)
+                                vocab.stoi["<c0>"], vocab.coord_bins, pointer)
         self.seed = int(seed)
+        self.coord_sigma = COORD_SIGMA
         self.device = resolve_device(device)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
@@ -118,7 +125,24 @@ class TokenPolicy:
         ids, mask = self._prompts(prompts)
         img = torch.from_numpy(np.ascontiguousarray(images)).to(self.device)
         logits = self.net(img, ids, mask, out_in.to(self.device))
-        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), out_tgt.to(self.device).view(-1))
+        return self._cross_entropy(logits.reshape(-1, logits.shape[-1]), out_tgt.to(self.device).view(-1))
+
+    def _cross_entropy(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of logits (N, V) against target ids (N,) (-100 = ignored). A coordinate target
+        ``<ck>`` is a Gaussian over the coordinate bins (std ``coord_sigma`` bins, ``<ck>`` its mode), so a bin
+        next to the right one costs less than a far one; ``coord_sigma = 0`` is the plain one-hot loss."""
+        keep = target >= 0
+        logits, target = logits[keep], target[keep]
+        logp = torch.log_softmax(logits, -1)
+        nll = -logp.gather(1, target[:, None])[:, 0]
+        lo, n = self.config.coord_start, self.config.coord_bins
+        coord = (target >= lo) & (target < lo + n)
+        if self.coord_sigma > 0 and bool(coord.any()):
+            k = torch.arange(n, device=logits.device, dtype=torch.float32)
+            w = torch.softmax(-0.5 * ((k[None] - (target[coord] - lo)[:, None].float()) / self.coord_sigma) ** 2, -1)
+            nll = nll.clone()
+            nll[coord] = -(w * logp[coord, lo:lo + n]).sum(-1)
+        return nll.mean()
 
     def _train(self, sample: SampleFn, steps: int, batch_size: int, lr: float, weight_decay: float,
                log_every: int, progress, callback) -> dict[str, list[float]]:
@@ -164,7 +188,7 @@ class TokenPolicy:
             step_to = torch.from_numpy(automaton.step).to(self.device)
             ordered = torch.from_numpy(automaton.ordered).to(self.device)
             token_ids = torch.arange(len(self.vocab), device=self.device)
-            lo = self.config.coord_start
+            c0 = self.config.coord_start
             max_len = min(automaton.max_length, self.config.max_out)
         else:
             free = torch.ones(len(self.vocab), dtype=torch.bool, device=self.device)
@@ -184,7 +208,7 @@ class TokenPolicy:
                 if automaton is not None:
                     legal = allowed[state]
                     if pos >= 2:  # a box's x2 / y2 is not below its x1 / y1 (token ids of coordinates ascend)
-                        below = (token_ids[None] >= lo) & (token_ids[None] < seq[-2][:, None])
+                        below = (token_ids[None] >= c0) & (token_ids[None] < seq[-2][:, None])
                         legal = legal & ~(below & ordered[state][:, None])
                 else:
                     legal = free.expand(b, -1).clone()
@@ -243,7 +267,7 @@ class FSDTiny(TokenPolicy):
         self.cot, self.self_consistency = bool(cot), bool(self_consistency)
         self.automaton = aids_automaton(vocab, self.cot)
         super().__init__(vocab, d_model, n_layers, n_heads, d_mlp, image_size, self.automaton.max_length, seed,
-                         device)
+                         device, POINTER)
 
     @property
     def tasks(self) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ learning to read them (see the package README, "Why the coordinates were at chan
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -36,12 +37,15 @@ class NetConfig:
     max_out: int = 64
     coord_start: int = 0
     coord_bins: int = 0
+    pointer: int = 0
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "d_mlp", "max_prompt", "max_out"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
+        if isinstance(self.pointer, bool) or not isinstance(self.pointer, int) or self.pointer < 0:
+            raise ValueError(f"pointer: expected a non-negative integer (0 = no pixel pointer), got {self.pointer!r}")
         if self.d_model % self.n_heads or self.d_model % 4:
             raise ValueError(f"d_model: expected a multiple of 4 and of n_heads={self.n_heads}, got {self.d_model}")
         if self.coord_start < 0 or self.coord_bins < 0 or self.coord_start + self.coord_bins > self.vocab_size:
@@ -109,6 +113,15 @@ class PrefixLM(nn.Module):
         # coordinate bin k covers pixels [k S/B, (k+1) S/B); its centre in patch units:
         centre = ((torch.arange(cfg.coord_bins) + 0.5) * cfg.image_size / max(cfg.coord_bins, 1)) / PATCH - 0.5
         self.register_buffer("coord_code", position_code(centre, half), persistent=False)  # (bins, d/2)
+        if cfg.pointer:
+            c = cfg.pointer
+            # on the stem's first (stride-2) feature map: one cell per 2x2 pixels
+            self.pix = nn.Sequential(nn.Conv2d(32, c, 3, 1, 1), nn.GELU(), nn.Conv2d(c, c, 3, 1, 1))
+            self.ptr_q = nn.Linear(d, c)
+            self.ptr_ctx = nn.Linear(d, c)  # the final visual tokens' states, broadcast to their 4x4 cells
+            # the cell column / row holding bin k's centre
+            cell = ((torch.arange(cfg.coord_bins) + 0.5) * cfg.image_size / max(cfg.coord_bins, 1) / 2).long()
+            self.register_buffer("bin_cell", cell.clamp(max=cfg.image_size // 2 - 1), persistent=False)
         self.prompt_pos = nn.Parameter(torch.randn(1, cfg.max_prompt, d) * 0.02)
         self.out_pos = nn.Parameter(torch.randn(1, cfg.max_out, d) * 0.02)
         self.tok = nn.Embedding(cfg.vocab_size, d)
@@ -117,11 +130,14 @@ class PrefixLM(nn.Module):
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, cfg.vocab_size)
 
-    def prefix(self, images: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
-        """Embeds images uint8 (B, S, S, 3) and prompt ids (B, P) -> (B, n_vis + P, d)."""
-        x = images.permute(0, 3, 1, 2).float() / 255.0 - 0.5
-        vis = self.stem(x).flatten(2).transpose(1, 2) + self.vis_pos + self.vis_code
-        return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1)
+    def prefix(self, images: torch.Tensor, prompt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Embeds images uint8 (B, S, S, 3) and prompt ids (B, P) -> ``(tokens (B, n_vis + P, d), pixels)``;
+        ``pixels`` (B, pointer, S/2, S/2): the half-resolution features the pointer readout scores (None without
+        it)."""
+        x = self.stem[1](self.stem[0](images.permute(0, 3, 1, 2).float() / 255.0 - 0.5))  # (B, 32, S/2, S/2)
+        vis = self.stem[2](x).flatten(2).transpose(1, 2) + self.vis_pos + self.vis_code
+        pixels = self.pix(x) if self.cfg.pointer else None
+        return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1), pixels
 
     def _keys_valid(self, prompt_mask: torch.Tensor) -> torch.Tensor:
         n_vis = self.vis_pos.shape[1]
@@ -136,7 +152,7 @@ class PrefixLM(nn.Module):
             images: uint8 (B, S, S, 3); prompt: ids (B, P); prompt_mask: bool (B, P), False at padding;
             out_in: ids (B, L) fed to the outputs (``<bos>`` then the target shifted right).
         """
-        pre = self.prefix(images, prompt)
+        pre, pixels = self.prefix(images, prompt)
         n_pre, n_out = pre.shape[1], out_in.shape[1]
         x = torch.cat([pre, self.tok(out_in) + self.out_pos[:, :n_out]], 1)
         t = n_pre + n_out
@@ -147,37 +163,56 @@ class PrefixLM(nn.Module):
         mask = causal[None, None] & valid[:, None, None, :]
         for blk in self.blocks:
             x, _ = blk(x, mask)
-        return self.logits(x[:, n_pre:], self.is_coord(out_in).cumsum(1) % 2)
+        return self.logits(x[:, n_pre:], self.is_coord(out_in).cumsum(1) % 2, self._with_context(pixels, x))
+
+    def _with_context(self, pixels: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
+        """Adds to the pointer's cells (B, c, S/2, S/2) a projection of the final state of the visual token
+        covering each (x: (B, T, d), visual tokens first): the instruction-aware part of the pointer's features."""
+        if pixels is None:
+            return None
+        g = self.cfg.image_size // PATCH
+        ctx = self.ptr_ctx(self.ln_f(x[:, :g * g])).transpose(1, 2).reshape(x.shape[0], -1, g, g)
+        return pixels + ctx.repeat_interleave(PATCH // 2, 2).repeat_interleave(PATCH // 2, 3)
 
     def is_coord(self, ids: torch.Tensor) -> torch.Tensor:
         """Whether each token id is a coordinate token (same shape, bool)."""
         lo = self.cfg.coord_start
         return (ids >= lo) & (ids < lo + self.cfg.coord_bins)
 
-    def logits(self, h: torch.Tensor, axis: torch.Tensor) -> torch.Tensor:
-        """Final hidden states (..., d) -> logits (..., V): the linear head plus the tied coordinate readout.
+    def logits(self, h: torch.Tensor, axis: torch.Tensor, pixels: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states (B, ..., d) -> logits (B, ..., V): the linear head, the tied coordinate readout and
+        the pointer.
 
-        ``axis`` (...) is 0 where the next coordinate would be an x, 1 where it would be a y.
+        ``axis`` (B, ...) is 0 where the next coordinate would be an x, 1 where it would be a y. The pointer scores
+        every pixel, ``score = q(h) . pixels[:, :, v, u]``, and adds to the logit of x bin k the log-sum-exp of
+        the scores down pixel column ``bin_pixel[k]`` (to a y bin: along the row), so a coordinate is read where
+        the features the query matches are (minus log S: a mean, so an untrained pointer adds nothing).
         """
-        out = self.head(self.ln_f(h))
+        z = self.ln_f(h)
+        out = self.head(z)
         lo, n = self.cfg.coord_start, self.cfg.coord_bins
         if n == 0:
             return out
         half = h.shape[-1] // 2
         read = torch.where(axis[..., None] == 0, h[..., :half] @ self.coord_code.T, h[..., half:] @ self.coord_code.T)
+        if pixels is not None:
+            score = torch.einsum("b...c,bcvu->b...vu", self.ptr_q(z), pixels)
+            per_axis = torch.where(axis[..., None] == 0, score.logsumexp(-2), score.logsumexp(-1))  # (B, ..., S)
+            read = read + per_axis[..., self.bin_cell] - math.log(pixels.shape[-1])  # 0 while the scores are 0
         return torch.cat([out[..., :lo], out[..., lo:lo + n] + read, out[..., lo + n:]], -1)
 
     def encode(self, images: torch.Tensor, prompt: torch.Tensor, prompt_mask: torch.Tensor) -> dict:
         """Runs the prefix once; returns the cache ``{"kv": [(k, v) per layer], "valid": (B, n_pre) bool,
-        "coords": (B,) coordinate tokens fed so far}``."""
-        x = self.prefix(images, prompt)
+        "coords": (B,) coordinate tokens fed so far, "pixels": the pointer's pixel features or None}``."""
+        x, pixels = self.prefix(images, prompt)
         valid = self._keys_valid(prompt_mask)
         mask = valid[:, None, None, :].expand(-1, 1, x.shape[1], -1)
         kv = []
         for blk in self.blocks:
             x, layer_kv = blk(x, mask)
             kv.append(layer_kv)
-        return {"kv": kv, "valid": valid, "coords": torch.zeros(x.shape[0], dtype=torch.long, device=x.device)}
+        return {"kv": kv, "valid": valid, "coords": torch.zeros(x.shape[0], dtype=torch.long, device=x.device),
+                "pixels": self._with_context(pixels, x)}
 
     def step(self, cache: dict, token: torch.Tensor, position: int) -> torch.Tensor:
         """Feeds output token ids (B,) at output ``position``; returns next-token logits (B, V); extends the cache."""
@@ -188,4 +223,4 @@ class PrefixLM(nn.Module):
             x, cache["kv"][j] = blk(x, mask, cache["kv"][j])
         cache["valid"] = valid
         cache["coords"] = cache["coords"] + self.is_coord(token)
-        return self.logits(x[:, 0], cache["coords"] % 2)
+        return self.logits(x[:, 0], cache["coords"] % 2, cache["pixels"])
