@@ -2,7 +2,15 @@ import json
 
 import pytest
 import torch
-from iclr26_stod import TensorBatches, build_model, fit, load_images
+from iclr26_stod import (
+    TensorBatches,
+    build_model,
+    fit,
+    gradient_temporal_collinearity,
+    load_images,
+    load_model,
+    remap_intensity,
+)
 from iclr26_stod.bench import BENCHMARK
 from iclr26_stod.cli import main
 
@@ -82,3 +90,30 @@ def test_bench_smoke_json_schema(tmp_path):
     assert {"direct_gtc_input", "stod_kernels_decorrelate", "gor_minimised", "kernels_orthogonal"} <= names
     for c in d["claims"]:
         assert {"name", "paper", "measured", "criterion", "holds"} <= set(c) and isinstance(c["holds"], bool)
+
+
+def test_remap_option_maps_train_and_test_and_refuses_bad_values(tmp_path, capsys):
+    plain, mid = load_images("digits"), load_images("digits", remap=(0.25, 0.5))
+    assert torch.equal(mid.x_train, 0.25 + 0.5 * plain.x_train) and torch.equal(mid.x_test, 0.25 + 0.5 * plain.x_test)
+    assert torch.equal(mid.y_train, plain.y_train) and float(mid.x_train.min()) == 0.25
+    assert float(mid.x_train.max()) == 0.75
+    for bad in [(0.5, 0.6), (0.2, 0.0), (-0.1, 0.5), (0.25,), "0.25,0.5"]:
+        with pytest.raises(ValueError, match=r"^remap: expected \(offset, scale\) with offset >= 0.*, got "):
+            load_images("bars", remap=bad)
+    with pytest.raises(ValueError, match="^remap: expected"):
+        remap_intensity(plain.x_test, (0.25, 0.5, 0.1))
+    out = tmp_path / "remapped"
+    assert main(["fit", "--encoding", "direct", "--dataset", "bars", "--T", "2", "--epochs", "1", "--remap",
+                 "0.25,0.5", "--out", str(out), "--device", "cpu", "--quiet"]) == 0
+    assert json.loads((out / "history.json").read_text())["config"]["remap"] == [0.25, 0.5]
+    model, _ = load_model(out / "model.pt")
+    x = load_images("bars", remap=(0.25, 0.5)).x_test[:16]
+    assert main(["gtc", str(out / "model.pt"), "--n-test", "16", "--out", str(out), "--device", "cpu"]) == 0
+    assert json.loads((out / "gtc.json").read_text())["mean"] == pytest.approx(
+        gradient_temporal_collinearity(model.eval(), x, load_images("bars").y_test[:16]), abs=1e-9)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        main(["fit", "--remap", "0.5,0.8", "--out", str(tmp_path / "x")])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --remap: expected OFFSET,SCALE") and "'0.5,0.8'" in err and err.count("\n") == 1

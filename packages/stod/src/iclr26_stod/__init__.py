@@ -2,7 +2,7 @@
 from importlib.metadata import version as _version
 
 from .attacks import accuracy, apgd, fgsm, pgd, robust_accuracy, transfer_attack
-from .data import DatasetNotFoundError, ImageData, TensorBatches, load_images
+from .data import DatasetNotFoundError, ImageData, TensorBatches, load_images, remap_intensity
 from .encoding import (
     PFD,
     DirectEncoder,
@@ -33,5 +33,5 @@ __all__ = [
     "gradient_temporal_collinearity", "per_step_gradients", "collinearity_matrix", "gtc_hessian_bound",
     "fgsm", "pgd", "transfer_attack", "robust_accuracy", "accuracy", "apgd",
     "fit", "History", "kernel_path",
-    "load_images", "ImageData", "TensorBatches", "DatasetNotFoundError",
+    "load_images", "remap_intensity", "ImageData", "TensorBatches", "DatasetNotFoundError",
 ]

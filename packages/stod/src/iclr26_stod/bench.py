@@ -11,7 +11,9 @@ the seeds; direct and STOD are also trained under the sibling repositories' neur
 (``CONVENTIONS``) and compared the same way, and there STOD's kernels must lower direct encoding's GTC by
 more than 0.1 (``stod_lowers_gtc_sibling``). ``full`` adds rate encoding (first seed), FGSM adversarial
 training (every seed, both conventions; STOD+AT vs direct+AT paired too), the gradient-masking checks and
-a transfer attack. ``paper`` is the GPU configuration:
+a transfer attack, and (``Config.remap``) direct and STOD under the sibling convention once more on digits whose
+intensities are remapped to 0.25 + 0.5·x (the spec's criterion 3 setting; attacked with radius 0.5·ε, the same
+perturbation of the original image), both claims paired again. ``paper`` is the GPU configuration:
 CIFAR-10 from a local folder, ``SpikingVGG11``, p = 8, ε = 8/255, 200 epochs.
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import train_test_split
 
 from .attacks import accuracy, pgd, robust_accuracy
-from .data import CIFAR_MEAN, CIFAR_STD, TensorBatches, load_images
+from .data import CIFAR_MEAN, CIFAR_STD, TensorBatches, load_images, remap_intensity
 from .encoding import DirectEncoder, RateEncoder, gor_loss
 from .gtc import gradient_temporal_collinearity
 from .models import EncodedSNN, build_model
@@ -62,6 +64,9 @@ class Config:
     apgd_restarts: int
     apgd_ce: bool  # APGD-CE too (reported beside APGD-DLR)
     eval_batch: int  # images per attack batch
+    # (offset, scale): direct and STOD (no AT) also trained and evaluated under the sibling convention on images
+    # remapped to offset + scale·x (train and test, both encodings alike); None: not run
+    remap: tuple[float, float] | None = None
 
 
 # Neuron and training conventions: (LIF keyword arguments, fit keyword arguments). "spec": the spec's inferred
@@ -74,6 +79,11 @@ CONVENTIONS: dict[str, tuple[dict | None, dict]] = {
     "sibling": ({"tau": 1.1, "v_reset": None, "decay_input": False, "surrogate": "triangle",
                  "detach_membrane": True}, {"optimizer": "sgd", "lr": 0.1, "per_step_ce": True}),
 }
+# "sibling_remap": the sibling convention on the images remapped by ``Config.remap`` (rows "sibling_remap:...")
+CONVENTIONS["sibling_remap"] = CONVENTIONS["sibling"]
+REMAPPED = ("sibling_remap",)
+# The spec's criterion 3 intensities (0.25 + 0.5·x: no pixel at 0 or 1, Bernoulli variance >= 0.1875)
+MID_GREY = (0.25, 0.5)
 
 
 CONFIGS = {
@@ -82,7 +92,7 @@ CONFIGS = {
     "quick": Config("digits", "convnet", 4, 4, 5, 64, 0.5, 3, ("direct", "stod"), False, (0.1,), 0.1, False, 1,
                     540, 0, True, 20, 1, False, 1024),
     "full": Config("digits", "convnet", 4, 4, 15, 64, 1.0, 4, ("direct", "rate", "stod"), True, (0.1,), 0.1,
-                   True, 5, 540, 1, True, 25, 1, True, 1024),
+                   True, 5, 540, 1, True, 25, 1, True, 1024, MID_GREY),
     "paper": Config("cifar10", "vgg11", 4, 8, 200, 128, 1.0, 3, ("direct", "rate", "stod"), True, (8 / 255,),
                     8 / 255, True, 5, 512, 3, False, 100, 1, True, 256),
 }
@@ -95,8 +105,10 @@ CLEAN_FLOORS = {"quick": {"direct": 0.90, "stod_removed": 0.85, "stod_kept": 0.9
                 "full": {"direct": 0.95, "rate": 0.90, "stod_removed": 0.93, "stod_kept": 0.95}}
 
 
-def _data(cfg: Config, seed: int):
-    data = load_images(cfg.dataset, seed=seed)
+def _data(cfg: Config, seed: int, convention: str = "spec"):
+    """(data, x_eval, y_eval): the dataset (remapped by ``cfg.remap`` for a convention in ``REMAPPED``) and its
+    evaluated test images ``[n, C, H, W]`` (a fixed stratified ``cfg.test_fraction``) with labels ``[n]``."""
+    data = load_images(cfg.dataset, seed=seed, remap=cfg.remap if convention in REMAPPED else None)
     x, y = data.x_test, data.y_test
     if cfg.test_fraction < 1.0:
         keep, _ = train_test_split(torch.arange(len(y)).numpy(), train_size=cfg.test_fraction, stratify=y.numpy(),
@@ -127,7 +139,7 @@ def _job(cfg: Config, encoding: str, seed: int, adversarial: bool, convention: s
     if threads is not None:
         torch.set_num_threads(threads)
     seed_everything(seed)
-    data, x_eval, y_eval = _data(cfg, seed)
+    data, x_eval, y_eval = _data(cfg, seed, convention)
     model = _model(cfg, encoding, data, convention)
     gor_init = None
     if encoding == "stod":
@@ -145,7 +157,10 @@ def _job(cfg: Config, encoding: str, seed: int, adversarial: bool, convention: s
         if keep is not None:
             model.encoder.keep_kernels = keep
         label = name + ("+AT" if adversarial else "")
-        row = {"method": label, "seed": seed, "at": adversarial, **_evaluate(model, name, x, y, cfg, device)}
+        # on remapped images the attack radius is scale·ε: the same perturbation of the original image
+        eps_scale = cfg.remap[1] if convention in REMAPPED else 1.0
+        row = {"method": label, "seed": seed, "at": adversarial,
+               **_evaluate(model, name, x, y, cfg, device, eps_scale)}
         if encoding == "stod":
             with torch.no_grad():
                 row["gor_init"] = gor_init
@@ -176,18 +191,21 @@ def _variants(encoding: str, convention: str) -> list[tuple[str, bool | None]]:
     return [(prefix + encoding, None)]
 
 
-def _evaluate(model: EncodedSNN, name: str, x, y, cfg: Config, device: str) -> dict[str, float]:
+def _evaluate(model: EncodedSNN, name: str, x, y, cfg: Config, device: str,
+              eps_scale: float = 1.0) -> dict[str, float]:
     """Clean/FGSM/PGD-7 accuracy (mean over draws for rate), APGD-DLR (and APGD-CE) for the deterministic
-    encoders, GTC input and first layer on the deployed path."""
+    encoders, GTC input and first layer on the deployed path. Each ε of ``cfg.eps`` is attacked with radius
+    ``eps_scale·ε`` and reported under ε (``eps_scale`` = the remap's scale for remapped images)."""
     draws = cfg.rate_draws if name == "rate" else 1
     loader = TensorBatches(x, y, cfg.eval_batch, device=device)
     out = {"clean": robust_accuracy(model, loader, "clean", draws=draws)}
     for eps in cfg.eps:
-        out[f"fgsm@{eps:.4g}"] = robust_accuracy(model, loader, "fgsm", draws=draws, eps=eps)
-        out[f"pgd7@{eps:.4g}"] = robust_accuracy(model, loader, "pgd", draws=draws, eps=eps, steps=7)
+        radius = eps * eps_scale
+        out[f"fgsm@{eps:.4g}"] = robust_accuracy(model, loader, "fgsm", draws=draws, eps=radius)
+        out[f"pgd7@{eps:.4g}"] = robust_accuracy(model, loader, "pgd", draws=draws, eps=radius, steps=7)
         if name != "rate":
             for loss in ("dlr", "ce") if cfg.apgd_ce else ("dlr",):
-                out[f"apgd_{loss}@{eps:.4g}"] = robust_accuracy(model, loader, f"apgd-{loss}", eps=eps,
+                out[f"apgd_{loss}@{eps:.4g}"] = robust_accuracy(model, loader, f"apgd-{loss}", eps=radius,
                                                                 steps=cfg.apgd_steps, restarts=cfg.apgd_restarts)
     xg, yg = x[: cfg.gtc_images].to(device), y[: cfg.gtc_images].to(device)
     model.eval()
@@ -226,6 +244,8 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     if cfg.sibling:
         jobs_spec += [(enc, s, at, "sibling") for s in seeds for at in ((False, True) if cfg.adversarial else (False,))
                       for enc in ("direct", "stod")]
+    if cfg.remap is not None:
+        jobs_spec += [(enc, s, False, "sibling_remap") for s in seeds for enc in ("direct", "stod")]
     # the caller's threads (--threads) are shared out among as many single-job processes on CPU, which take
     # the jobs costliest first (each trains one model and evaluates it)
     threads = torch.get_num_threads()
@@ -255,7 +275,7 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
 
 def _rate_vs_direct(direct: EncodedSNN, x, y, cfg: Config) -> dict[str, float]:
     """Criterion 3: the trained direct network fed 0.25 + 0.5·x with T = 8 by a direct and a rate encoder."""
-    xs, ys = 0.25 + 0.5 * x[: cfg.gtc_images], y[: cfg.gtc_images]
+    xs, ys = remap_intensity(x[: cfg.gtc_images], MID_GREY), y[: cfg.gtc_images]
     as_direct = EncodedSNN(DirectEncoder(8), direct.backbone).to(x.device).eval()
     as_rate = EncodedSNN(RateEncoder(8), direct.backbone).to(x.device).eval()
     for m in (as_direct, as_rate):
@@ -288,11 +308,11 @@ def _claims(scale: str, cfg: Config, rows: list[dict], seeds: list[int], metrics
         for k in ("clean", "gtc_input", "gtc_first_layer", *attacks):
             if k in next(r for r in rows if r["method"] == m):
                 metrics[f"{m}.{k}"] = _mean(rows, m, k, at)
-    conventions = [""] + (["sibling:"] if cfg.sibling else [])
+    conventions = [""] + (["sibling:"] if cfg.sibling else []) + (["sibling_remap:"] if cfg.remap else [])
     for attack in attacks:
         for at in (False, True) if cfg.adversarial else (False,):
             suffix = "+AT" if at else ""
-            for conv in conventions:
+            for conv in conventions if not at else [c for c in conventions if c != "sibling_remap:"]:
                 for variant in ("stod_removed", "stod_kept"):
                     metrics[f"{conv}{variant}{suffix}-{conv}direct{suffix}.{attack}"] = (
                         _mean(rows, conv + variant + suffix, attack, at) - _mean(rows, conv + "direct" + suffix,
@@ -326,6 +346,7 @@ def _claims(scale: str, cfg: Config, rows: list[dict], seeds: list[int], metrics
                         higher_is_better=False,
                         what="GTC(STOD, kernels kept) - GTC(direct), sibling-repository neuron and training")]
           if cfg.sibling else []),
+        *(_remap_claims(cfg, rows, seeds, key) if cfg.remap else []),
         Claim.mean_at_most("gor_minimised", "L_O is minimised with lambda_O = 0.05 (Eq. 9)", gor_ratio, seeds, 0.9,
                            "GOR at end / GOR at init"),
         Claim.at_most("kernels_orthogonal", "O[t] on the orthogonal group (Riemannian SGD)",
@@ -363,6 +384,24 @@ def _claims(scale: str, cfg: Config, rows: list[dict], seeds: list[int], metrics
                 _per_seed(rows, "sibling:direct+AT", key, seeds), seeds, margin=0.10 if scale == "paper" else 0.0,
                 what=f"{what}, sibling-repository neuron and training"))
     return claims
+
+
+def _remap_claims(cfg: Config, rows: list[dict], seeds: list[int], key: str) -> list[Claim]:
+    """Under the sibling convention on images remapped to offset + scale·x (``cfg.remap``): STOD's kept kernels
+    lower direct encoding's input GTC by more than 0.1, and STOD (kernels removed) vs direct on ``key``
+    (APGD-DLR), both paired over ``seeds``."""
+    where = f"sibling-repository neuron and training, pixels {cfg.remap[0]:g} + {cfg.remap[1]:g}x"
+    return [
+        Claim.paired("stod_lowers_gtc_sibling_remap", "direct GTC 0.8-0.9 (Fig. 1); STOD breaks the collinearity",
+                     _per_seed(rows, "sibling_remap:stod_kept", "gtc_input", seeds),
+                     _per_seed(rows, "sibling_remap:direct", "gtc_input", seeds), seeds, margin=0.1,
+                     higher_is_better=False, what=f"GTC(STOD, kernels kept) - GTC(direct), {where}"),
+        Claim.paired("stod_more_robust_sibling_remap", "STOD raises PGD accuracy over direct encoding (Tables 1-2)",
+                     _per_seed(rows, "sibling_remap:stod_removed", key, seeds),
+                     _per_seed(rows, "sibling_remap:direct", key, seeds), seeds,
+                     what=f"APGD-DLR@{max(cfg.eps):.4g} (radius {cfg.remap[1]:g}·eps on the remapped images) "
+                          f"accuracy, {where}: STOD (kernels removed) - direct"),
+    ]
 
 
 def _masking_checks(cfg: Config, jobs: list[dict], rows: list[dict], seeds: list[int], metrics: dict[str, float],

@@ -28,7 +28,7 @@ from iclr26_shared.distributed import DistributedContext
 from iclr26_shared.seeding import seed_everything
 
 from .attacks import accuracy, robust_accuracy, transfer_attack
-from .data import CIFAR_MEAN, CIFAR_STD, DATASETS, TensorBatches, load_images
+from .data import CIFAR_MEAN, CIFAR_STD, DATASETS, TensorBatches, load_images, remap_intensity
 from .encoding import ENCODINGS
 from .gtc import gradient_temporal_collinearity
 from .models import build_model, load_model
@@ -43,6 +43,17 @@ def _floats(text: str) -> list[float]:
         return [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def _remap(text: str) -> list[float]:
+    """``--remap OFFSET,SCALE``: two numbers with offset >= 0, scale > 0, offset + scale <= 1."""
+    try:
+        values = [float(v) for v in text.split(",")]
+        remap_intensity(torch.zeros(()), values)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected OFFSET,SCALE with offset >= 0, scale > 0 and offset + scale <= 1 "
+                                         f"(e.g. 0.25,0.5), got {text!r}") from None
+    return values
 
 
 def _attacks(text: str) -> list[str]:
@@ -67,7 +78,7 @@ def cmd_fit(args) -> int:
     with DistributedContext(args.device) as dist:
         device = dist.device
         seed_everything(args.seed)
-        data = load_images(args.dataset, root=args.data_root, seed=args.seed)
+        data = load_images(args.dataset, root=args.data_root, seed=args.seed, remap=args.remap)
         C, H, _ = data.shape
         model_kw = {"encoding": args.encoding, "T": args.T, "arch": args.arch, "in_channels": C,
                     "num_classes": data.n_classes, "image_size": H, "patch_size": args.patch,
@@ -83,7 +94,8 @@ def cmd_fit(args) -> int:
                       eps_train=args.eps_train if args.adv else None, val_loader=val, track_gtc=args.track_gtc,
                       device=str(device), seed=args.seed, dist=dist,
                       progress=functools.partial(progress, desc="epochs", quiet=args.quiet or not dist.is_main))
-        config = {"model": model_kw, "dataset": args.dataset, "seed": args.seed, "epochs": args.epochs,
+        config = {"model": model_kw, "dataset": args.dataset, "remap": args.remap, "seed": args.seed,
+                  "epochs": args.epochs,
                   "lr": args.lr, "kernel_lr": args.kernel_lr, "adv": args.adv, "eps_train": args.eps_train}
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         dist.save({"config": config, "state_dict": state}, out)
@@ -104,7 +116,7 @@ def _load(args):
     device = resolve_device(args.device)
     seed_everything(args.seed)
     model, cfg = _load_checkpoint("model", args.model, device)
-    data = load_images(cfg["dataset"], root=args.data_root, seed=cfg.get("seed", 0))
+    data = load_images(cfg["dataset"], root=args.data_root, seed=cfg.get("seed", 0), remap=cfg.get("remap"))
     x, y = data.x_test, data.y_test
     if args.n_test is not None:
         x, y = x[: args.n_test], y[: args.n_test]
@@ -178,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--adv", choices=("fgsm", "pgd"), default=None, help="adversarial training")
     t.add_argument("--eps-train", type=float, default=0.1)
     t.add_argument("--dataset", choices=DATASETS, default="digits")
+    t.add_argument("--remap", type=_remap, default=None, metavar="OFFSET,SCALE",
+                   help="map every pixel x to offset + scale*x (train and test; evaluate and gtc reuse it), "
+                        "e.g. 0.25,0.5 (the spec's criterion 3)")
     t.add_argument("--arch", choices=("convnet", "vgg11"), default="convnet")
     t.add_argument("--T", type=int, default=4)
     t.add_argument("--patch", type=int, default=4)
