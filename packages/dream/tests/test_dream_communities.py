@@ -1,10 +1,21 @@
 """The block-model community set, user-supplied graphs (DREAM and the Â²X baseline) and its claims."""
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from iclr26_dream import DREAM, PropagatedKMeans, check_graphs, make_community_views, preprocess_view
+from iclr26_dream import (
+    DREAM,
+    PropagatedKMeans,
+    check_graphs,
+    load_graph_views,
+    load_views,
+    make_community_views,
+    preprocess_view,
+)
 from iclr26_dream.bench import synthetic_claims
+from iclr26_dream.cli import main
 from iclr26_shared.bench import derive_seeds
 
 
@@ -109,3 +120,35 @@ def test_the_supplied_graph_carries_the_classes_dream_finds():
     with_graph = clustering_accuracy(y, DREAM(4, **kw).fit(Xs, graphs=graphs).labels_)
     features_only = clustering_accuracy(y, DREAM(4, **kw).fit(Xs).labels_)
     assert with_graph >= 0.5 and with_graph >= features_only + 0.15
+
+
+def test_load_graph_views_gives_the_supplied_graphs(tmp_path):
+    Xs, y, graphs = load_graph_views("communities", random_state=3)
+    ref = make_community_views(random_state=3)
+    assert np.array_equal(y, ref[1]) and graphs[0] is None and (graphs[1] != ref[2][1]).nnz == 0
+    with pytest.raises(ValueError, match="load_graph_views"):
+        load_views("communities")
+    Xs, y, graphs = make_community_views(n=80, random_state=1)
+    path = tmp_path / "views.npz"
+    np.savez(path, X0=Xs[0], X1=Xs[1], y=y, A1=graphs[1].toarray())
+    _, y2, got = load_graph_views(path)
+    assert np.array_equal(y2, y) and got[0] is None and np.array_equal(got[1], graphs[1].toarray())
+    assert load_graph_views("synthetic")[2] == [None, None]
+    np.savez(path, X0=Xs[0], X1=Xs[1], y=y, A2=graphs[1].toarray())
+    with pytest.raises(ValueError, match=r"graph keys \['A2'\]"):
+        load_graph_views(path)
+
+
+def test_cli_fit_reads_a_graph_from_the_npz(tmp_path, capsys):
+    Xs, y, graphs = make_community_views(n=80, random_state=1)
+    A = graphs[1].toarray()
+    path = tmp_path / "views.npz"
+    np.savez(path, X0=Xs[0], X1=Xs[1], y=y, A1=A)
+    args = ["fit", "--data", str(path), "--pretrain-epochs", "1", "--epochs", "1", "--graph-weighting", "balanced",
+            "--device", "cpu", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "ok")]) == 0
+    assert json.loads((tmp_path / "ok" / "metrics.json").read_text())["n"] == 80
+    A[0, 1], A[1, 0] = 1.0, 0.0  # an asymmetric adjacency reaches check_graphs and is refused
+    np.savez(path, X0=Xs[0], X1=Xs[1], y=y, A1=A)
+    assert main([*args, "--out", str(tmp_path / "bad")]) == 2
+    assert "graphs[1]" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from importlib.metadata import version as _version
 
 from .baselines import AverageGraphSpectral, BestViewKMeans, ConcatKMeans, ConcatSpectral, PropagatedKMeans
 from .data import (
+                   load_graph_views,
                    load_mat,
                    load_mfeat,
                    load_mfeat_uci3,
@@ -25,5 +26,5 @@ __all__ = [
     "knn_graph", "normalize_adjacency", "check_graphs",
     "ConcatKMeans", "ConcatSpectral", "AverageGraphSpectral", "BestViewKMeans", "PropagatedKMeans",
     "load_mfeat", "load_mfeat_uci3", "make_semantic_structural_views", "make_community_views", "load_mat",
-    "load_npz", "load_views", "preprocess_view",
+    "load_npz", "load_views", "load_graph_views", "preprocess_view",
 ]

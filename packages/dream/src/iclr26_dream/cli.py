@@ -27,7 +27,8 @@ from iclr26_shared.cli import (
 )
 
 from .bench import BENCHMARKS, METHODS, VARIANTS, run_method, scores
-from .data import load_views
+from .data import load_graph_views
+from .losses import GRAPH_WEIGHTINGS
 from .model import DREAM
 
 RUN_FILES = ("labels.csv", "embedding.npy", "gates.csv", "history.json", "metrics.json")
@@ -49,24 +50,26 @@ def _ints(text: str) -> list[int]:
 
 
 def _load(data: str, seed: int):
-    """``load_views(data)``; a missing or malformed file becomes an error naming ``--data``."""
+    """``(Xs, y, graphs)`` of ``load_graph_views(data)``; a missing or malformed file becomes an error naming
+    ``--data``."""
     try:
-        return load_views(data, random_state=seed)
+        return load_graph_views(data, random_state=seed)
     except Exception as err:
-        raise usage_error("--data", "hw, uci3, synthetic or a readable .mat/.npz file",
+        raise usage_error("--data", "hw, uci3, synthetic, communities or a readable .mat/.npz file",
                           f"{data!r} ({' '.join(str(err).split()) or type(err).__name__})") from err
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     paths = dict(zip(RUN_FILES, output_paths(args, *RUN_FILES)))
-    Xs, y = _load(args.data, args.seed)
+    Xs, y, graphs = _load(args.data, args.seed)
     n_clusters = args.n_clusters or int(np.unique(y).size)
     model = DREAM(n_clusters, pretrain_epochs=args.pretrain_epochs, epochs=args.epochs, lr=args.lr,
                   k_neighbors=args.k_neighbors, fusion=args.fusion, use_semantic=not args.no_semantic,
                   use_structure=not args.no_structure, use_alignment=not args.no_alignment,
-                  device=args.device, random_state=args.seed, verbose=not args.quiet and args.verbose)
+                  graph_weighting=args.graph_weighting, device=args.device, random_state=args.seed,
+                  verbose=not args.quiet and args.verbose)
     start = time.perf_counter()
-    model.fit(Xs, y, progress=functools.partial(progress, quiet=args.quiet))
+    model.fit(Xs, y, graphs=graphs, progress=functools.partial(progress, quiet=args.quiet))
     seconds = time.perf_counter() - start
     m = {**scores(y, model.labels_), "seconds": seconds, "n": len(y), "n_views": len(Xs), "n_clusters": n_clusters}
     _write_csv(paths["labels.csv"], ["index", "label", "cluster"],
@@ -92,13 +95,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"--methods: expected names among {list(METHODS)}, got {unknown}")
     seeds = args.seeds
-    schedule = {"pretrain_epochs": args.pretrain_epochs, "epochs": args.epochs}
+    schedule = {"pretrain_epochs": args.pretrain_epochs, "epochs": args.epochs,
+                "graph_weighting": args.graph_weighting}
     grid = [(d, m, s) for d in datas for m in methods for s in seeds]
     rows = []
     for d, m, s in progress(grid, total=len(grid), desc="sweep", quiet=args.quiet):
-        Xs, y = _load(d, s)
+        Xs, y, graphs = _load(d, s)
         row = run_method(m, Xs, y, s, device=args.device, threads=None,
-                         dream_kwargs=schedule if m in VARIANTS else None)
+                         dream_kwargs=schedule if m in VARIANTS else None, graphs=graphs)
         rows.append({"data": d, "method": m, "seed": s, **{k: row[k] for k in ("acc", "nmi", "ari", "pur", "seconds")}})
     keys = ["data", "method", "seed", "acc", "nmi", "ari", "pur", "seconds"]
     _write_csv(out, keys, ([r[k] for k in keys] for r in rows))
@@ -142,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     common = common_options()
     f = sub.add_parser("fit", parents=[common], help="fit DREAM on one dataset: labels.csv, embedding.npy, "
                                                      "gates.csv, history.json, metrics.json")
-    f.add_argument("--data", default="synthetic", help="hw, uci3, synthetic, or a .mat/.npz file (default: synthetic)")
+    f.add_argument("--data", default="synthetic",
+                   help="hw, uci3, synthetic, communities (with its block-model graph), or a .mat/.npz file; an .npz "
+                        "may hold an (N, N) adjacency Av for view v beside X0, X1, ..., y (default: synthetic)")
     f.add_argument("--n-clusters", type=positive_int, default=None, help="default: the number of label values")
     f.add_argument("--pretrain-epochs", type=int, default=100)
     f.add_argument("--epochs", type=int, default=150)
@@ -152,15 +158,19 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-semantic", action="store_true", help="ablation: drop the VAE branch")
     f.add_argument("--no-structure", action="store_true", help="ablation: drop the GCN branch")
     f.add_argument("--no-alignment", action="store_true", help="ablation: drop L_Align")
+    f.add_argument("--graph-weighting", choices=GRAPH_WEIGHTINGS, default="uniform",
+                   help="graph reconstruction loss: uniform (the spec's) or balanced (edges and non-edges weighted "
+                        "equally; use it for sparse supplied graphs such as communities)")
     f.add_argument("--verbose", action="store_true", help="print the losses of every epoch")
     f.set_defaults(handler=cmd_fit)
     s = sub.add_parser("sweep", parents=[common], help="methods x datasets x seeds, results.csv + mean ± std table")
-    s.add_argument("--data", default="synthetic", help="comma-separated: hw, uci3, synthetic, files")
+    s.add_argument("--data", default="synthetic", help="comma-separated: hw, uci3, synthetic, communities, files")
     s.add_argument("--seeds", type=_ints, default="0", help="comma-separated integers (default: 0)")
     s.add_argument("--methods", default="dream,concat_km,concat_spec",
                    help=f"comma-separated among {','.join(METHODS)}")
     s.add_argument("--pretrain-epochs", type=int, default=100)
     s.add_argument("--epochs", type=int, default=150)
+    s.add_argument("--graph-weighting", choices=GRAPH_WEIGHTINGS, default="uniform")
     s.set_defaults(handler=cmd_sweep)
     g = sub.add_parser("evaluate", aliases=["inspect-gates"], parents=[common],
                        help="mean semantic share of the gate and mean view weight per view (prints; writes nothing)")

@@ -190,14 +190,15 @@ def load_npz(path) -> tuple[list[np.ndarray], np.ndarray]:
         return [np.asarray(npz[k], dtype=np.float64) for k in keys], _labels_0k(npz["y"])
 
 
-DATA_NAMES = ("hw", "uci3", "synthetic")
+DATA_NAMES = ("hw", "uci3", "synthetic", "communities")
 
 
 def load_views(spec: str | os.PathLike, random_state=0) -> tuple[list[np.ndarray], np.ndarray]:
     """``"hw"``, ``"uci3"``, ``"synthetic"`` (seeded by ``random_state``) or a ``.mat``/``.npz`` path.
 
     Raises:
-        ValueError: an unknown name or file type.
+        ValueError: an unknown name or file type, or ``"communities"`` (it comes with a graph: use
+        ``load_graph_views``).
     """
     name = str(spec)
     if name == "hw":
@@ -206,9 +207,38 @@ def load_views(spec: str | os.PathLike, random_state=0) -> tuple[list[np.ndarray
         return load_mfeat_uci3()
     if name == "synthetic":
         return make_semantic_structural_views(random_state=random_state)
+    if name == "communities":
+        raise ValueError("data: 'communities' is clustered through its supplied block-model graph; load it with "
+                         "load_graph_views (or make_community_views)")
     suffix = pathlib.Path(name).suffix.lower()
     if suffix == ".mat":
         return load_mat(name)
     if suffix == ".npz":
         return load_npz(name)
     raise ValueError(f"data: expected one of {DATA_NAMES} or a .mat/.npz file, got {name!r}")
+
+
+def load_graph_views(spec: str | os.PathLike, random_state=0) -> tuple[list[np.ndarray], np.ndarray, list]:
+    """``load_views(spec)`` plus the graphs to pass to ``DREAM.fit(..., graphs=)``: one entry per view,
+    ``None`` (build the kNN graph from that view's features) or an ``(N, N)`` adjacency.
+
+    ``"communities"`` gives ``make_community_views(random_state=random_state)`` with its block-model graph on
+    view 1; an ``.npz`` may hold adjacencies ``A0, A1, ...`` (``Av`` for view ``v``, dense ``(N, N)``) beside
+    ``X0, X1, ..., y``; every other source gives ``[None] * V``.
+
+    Raises:
+        ValueError: as ``load_views``, or an ``.npz`` key ``Av`` with no view ``Xv``.
+    """
+    name = str(spec)
+    if name == "communities":
+        return make_community_views(random_state=random_state)
+    Xs, y = load_views(name, random_state=random_state)
+    if pathlib.Path(name).suffix.lower() != ".npz":
+        return Xs, y, [None] * len(Xs)
+    with np.load(name) as npz:
+        keys = [k for k in npz.files if k.startswith("A") and k[1:].isdigit()]
+        stray = sorted(k for k in keys if int(k[1:]) >= len(Xs))
+        if stray:
+            raise ValueError(f"path: graph keys {stray} in {pathlib.Path(name).name} have no view "
+                             f"(views X0..X{len(Xs) - 1})")
+        return Xs, y, [np.asarray(npz[f"A{v}"], dtype=np.float64) if f"A{v}" in keys else None for v in range(len(Xs))]
