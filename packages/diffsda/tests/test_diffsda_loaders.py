@@ -52,3 +52,29 @@ def test_cli_accepts_npy_and_csv_user_files(tmp_path, capsys):
     assert main(["fit", "--data", str(tmp_path / "x.txt"), "--out", str(tmp_path / "txt"), *tiny]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --data: expected an .npz") and ".npy" in err and "x.txt" in err
+
+
+def test_cli_npy_mask_reaches_training_and_encoding(tmp_path, capsys):
+    """An .npy with NaN where --mask is 0 trains and encodes; the same file without the mask, or a --mask without
+    an .npy --data, ends in a one-line error and exit code 2."""
+    from iclr26_diffsda.cli import main
+
+    x = np.random.default_rng(1).uniform(-1, 1, (12, 5, 3)).astype(np.float32)
+    mask = np.ones_like(x)
+    x[2, 3, 1], mask[2, 3, 1] = np.nan, 0
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "m.npy", mask)
+    tiny = ["--epochs", "1", "--batch-size", "12", "--hidden-dim", "4", "--mlp-hidden", "2", "--noise-repeats", "1",
+            "--device", "cpu", "--quiet"]
+    out = str(tmp_path / "run")
+    assert main(["fit", "--data", str(tmp_path / "x.npy"), "--mask", str(tmp_path / "m.npy"), "--out", out, *tiny]) == 0
+    assert main(["predict", "--ckpt", f"{out}/model.pt", "--data", str(tmp_path / "x.npy"),
+                 "--mask", str(tmp_path / "m.npy"), "--out", out, "--device", "cpu"]) == 0
+    assert np.isfinite(np.load(f"{out}/codes.npz")["static"]).all()
+    capsys.readouterr()
+    assert main(["fit", "--data", str(tmp_path / "x.npy"), "--out", str(tmp_path / "nomask"), *tiny]) == 2
+    assert "NaN" in capsys.readouterr().err
+    (tmp_path / "s.csv").write_text("a,b\n" + "\n".join(f"{i},{i}" for i in range(30)))
+    assert main(["fit", "--data", str(tmp_path / "s.csv"), "--mask", str(tmp_path / "m.npy"), "--window", "5",
+                 "--out", str(tmp_path / "csv"), *tiny]) == 2
+    assert capsys.readouterr().err.startswith("error: --mask: expected")

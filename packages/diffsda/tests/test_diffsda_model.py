@@ -182,3 +182,19 @@ def test_weighted_loss_of_the_optimal_denoiser_is_one_with_repeats():
         torch.manual_seed(1)
         x = 0.5 * torch.randn(4000, 4, 6)
         assert model.loss(x).item() == pytest.approx(1.0, abs=0.03)
+
+
+def test_train_model_clips_the_gradient_norm():
+    from iclr26_diffsda import train_model
+
+    norms = []
+    model = tiny()
+    x = 0.5 * seqs(n=8)
+
+    def record(step, m):  # after the step the gradients are still those the optimiser used
+        norms.append(float(torch.nn.utils.get_total_norm([p.grad for p in m.parameters() if p.grad is not None])))
+
+    train_model(model, x, steps=3, batch_size=8, lr=1e-3, warmup=1, clip_grad=1e-3, callback=record)
+    assert max(norms) <= 1e-3 * (1 + 1e-4)
+    with pytest.raises(ValueError, match="clip_grad"):
+        train_model(model, x, steps=1, clip_grad=0.0)

@@ -38,23 +38,39 @@ from .train import train_model
 DATA_FORMATS = "an .npz written by `generate`, an .npy array (N, V, F) or a .csv series (one time step per row)"
 
 
-def _load_data(args) -> SeqSet:
+def _positive_float(text: str) -> float:
+    """argparse type of ``--clip-grad``: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _load_data(args) -> tuple[SeqSet, np.ndarray | None]:
     """``--data`` (.npz from ``generate``, .npy (N, V, F) with optional ``--mask``, .csv cut into ``--window``s),
-    or ``--n`` fresh sequences of ``--kind``."""
-    if getattr(args, "data", None) is None:
-        return make(args.kind, args.n, seed=args.seed)
-    suffix = args.data.suffix.lower()
+    or ``--n`` fresh sequences of ``--kind``. Returns the sequences and the 0/1 observation mask (N, V, F) or None."""
+    mask_path = getattr(args, "mask", None)
+    data = getattr(args, "data", None)
+    if mask_path is not None and (data is None or data.suffix.lower() != ".npy"):
+        raise usage_error("--mask", "to come with an .npy --data", f"--data {data.name if data else 'absent'}")
+    if data is None:
+        return make(args.kind, args.n, seed=args.seed), None
+    suffix = data.suffix.lower()
     if suffix not in (".npz", ".npy", ".csv"):
-        raise usage_error("--data", DATA_FORMATS, args.data.name)
+        raise usage_error("--data", DATA_FORMATS, data.name)
     try:
         if suffix == ".npy":
-            return SeqSet(load_npy_sequences(args.data, mask_path=args.mask)[0])
+            x, mask = load_npy_sequences(data, mask_path=mask_path)
+            return SeqSet(x), mask
         if suffix == ".csv":
-            return SeqSet(load_csv_series(args.data, window=args.window, stride=args.stride or args.window))
-        with np.load(args.data, allow_pickle=False) as arrays:
-            return SeqSet.from_arrays(dict(arrays))
+            return SeqSet(load_csv_series(data, window=args.window, stride=args.stride or args.window)), None
+        with np.load(data, allow_pickle=False) as arrays:
+            return SeqSet.from_arrays(dict(arrays)), None
     except Exception as err:
-        raise usage_error("--data", DATA_FORMATS, f"{args.data.name} ({one_line(err)})") from err
+        raise usage_error("--data", DATA_FORMATS, f"{data.name} ({one_line(err)})") from err
 
 
 def _save_npz(path: pathlib.Path, arrays: dict) -> None:
@@ -89,13 +105,14 @@ def cmd_fit(args) -> int:
     (out,) = output_paths(args, "model.pt")
     device = resolve_device(args.device)
     seed_everything(args.seed)
-    ds = _load_data(args)
+    ds, mask = _load_data(args)
     config = dict(s_dim=args.s_dim, d_dim=args.d_dim, hidden_dim=args.hidden_dim, mlp_hidden=args.mlp_hidden,
                   backbone=args.backbone, P_mean=args.p_mean, P_std=args.p_std,
                   noise_repeats=args.noise_repeats)
     model = DiffSDA(ds.elem_shape, **config).to(device)
     steps = max(1, args.epochs * int(np.ceil(len(ds) / args.batch_size)))
-    hist = train_model(model, ds.x, steps=steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+    hist = train_model(model, ds.x, steps=steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, mask=mask,
+                       clip_grad=args.clip_grad,
                        progress=lambda it: progress(it, total=steps, desc="fit", quiet=args.quiet))
     per_epoch = max(1, steps // args.epochs)
     for e in range(args.epochs):
@@ -112,8 +129,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     (out,) = output_paths(args, "codes.npz")
     model = _load_model(args.ckpt, resolve_device(args.device))
-    ds = _load_data(args)
-    s, d = model.encode(ds.x)
+    ds, mask = _load_data(args)
+    s, d = model.encode(ds.x, mask=mask)
     _save_npz(out, {"static": s.cpu().numpy(), "dynamic": d.cpu().numpy()})
     print(f"static {tuple(s.shape)}, dynamic {tuple(d.shape)} -> {out}")
     return 0
@@ -122,13 +139,13 @@ def cmd_predict(args) -> int:
 def cmd_sample(args) -> int:
     out, *png = output_paths(args, "swaps.npz", *(["swaps.png"] if args.png else []))
     model = _load_model(args.ckpt, resolve_device(args.device))
-    ds = _load_data(args)
+    ds, _ = _load_data(args)
     k = min(args.pairs, len(ds) // 2)
     if k < 1:
         raise usage_error("--data", "at least 2 sequences for a swap grid", f"{len(ds)}")
     a, b = np.repeat(np.arange(k), k), np.tile(np.arange(k, 2 * k), k)
     gen = torch.Generator(model.device).manual_seed(args.seed)
-    grid = model.swap(ds.x[a], ds.x[b], steps=args.steps, generator=gen).cpu().numpy()
+    grid = model.swap(ds.x[a], ds.x[b], steps=args.steps, shared_noise=args.shared_noise, generator=gen).cpu().numpy()
     grid = grid.reshape(k, k, *grid.shape[1:])
     _save_npz(out, {"swaps": grid, "static_donors": ds.x[:k], "dynamic_donors": ds.x[k:2 * k]})
     print(f"swap grid {grid.shape} (rows: static donors, cols: dynamic donors) -> {out}")
@@ -210,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--p-std", type=float, default=1.0)
     p.add_argument("--noise-repeats", type=positive_int, default=10,
                    help="fresh (sigma, noise) draws per element and encoder pass (the official code uses 10)")
+    p.add_argument("--clip-grad", type=_positive_float, default=1.0,
+                   help="clip the gradient's global norm to this value (the official training clips at 1.0)")
     p.set_defaults(handler=cmd_fit)
 
     p = sub.add_parser("predict", aliases=["encode"], parents=[common],
@@ -225,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=positive_int, default=4, help="k: a k x k grid from 2k sequences")
     p.add_argument("--steps", type=positive_int, default=18)
     p.add_argument("--png", action="store_true", help="also draw the grid into swaps.png")
+    p.add_argument("--shared-noise", action="store_true", help="one x_T per sequence for all its elements")
     p.set_defaults(handler=cmd_sample)
 
     p = sub.add_parser("evaluate", aliases=["eval"], parents=[common],

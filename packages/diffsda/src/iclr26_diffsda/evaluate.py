@@ -128,10 +128,11 @@ def train_judge(seqset: SeqSet, *, seed: int = 0, hidden: int = 128, frames_per_
     return judge
 
 
-def _decode_kwargs(model, steps: int, seed: int) -> dict:
-    """Sampler options for DiffSDA (steps and a seeded generator); the deterministic SeqVAE takes none."""
+def _decode_kwargs(model, steps: int, seed: int, shared_noise: bool) -> dict:
+    """Sampler options for DiffSDA (steps, noise sharing, a seeded generator); the deterministic SeqVAE takes none."""
     if isinstance(model, DiffSDA):
-        return {"steps": steps, "generator": torch.Generator(model.device).manual_seed(int(seed))}
+        return {"steps": steps, "shared_noise": shared_noise,
+                "generator": torch.Generator(model.device).manual_seed(int(seed))}
     return {}
 
 
@@ -172,17 +173,18 @@ def _judges(judge: Judge | Mapping[str, Judge]) -> dict[str, Judge]:
 
 
 def swap_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *, n_pairs: int = 1000, steps: int = 18,
-                  seed: int = 0, batch_size: int = 512) -> dict[str, float]:
+                  seed: int = 0, batch_size: int = 512, shared_noise: bool = False) -> dict[str, float]:
     """Judge accuracy of swaps x = decode(s_A, d_B) on random pairs with different factors.
 
     ``judge``: one ``Judge``, or a mapping name -> ``Judge`` scoring the same swaps (keys ``<name>_...``).
+    ``steps`` and ``shared_noise`` (one x_T per sequence) are DiffSDA's sampler options.
 
     Returns:
         ``static_acc`` (the judge gives A's static factors, all of them), ``dynamic_acc`` (B's dynamic
         factors), and per-factor accuracies ``acc_<factor>``.
     """
     a, b = swap_pairs(test, n_pairs, seed=seed)
-    kwargs = _decode_kwargs(model, steps, seed)
+    kwargs = _decode_kwargs(model, steps, seed, shared_noise)
     x = _batched(lambda sl: model.swap(test.x[a[sl]], test.x[b[sl]], **kwargs), len(a), batch_size)
     labels = {**{k: v[a] for k, v in test.static.items()}, **{k: v[b] for k, v in test.dynamic.items()}}
     out = {}
@@ -196,8 +198,9 @@ def swap_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *, n_
 
 
 def control_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *, n: int = 500, steps: int = 18,
-                     seed: int = 0, batch_size: int = 512) -> dict[str, float]:
-    """Controls of the swap protocol on n test sequences A (``judge`` as in ``swap_accuracy``).
+                     seed: int = 0, batch_size: int = 512, shared_noise: bool = False) -> dict[str, float]:
+    """Controls of the swap protocol on n test sequences A (``judge``, ``steps``, ``shared_noise`` as in
+    ``swap_accuracy``).
 
     ``self_static_acc`` / ``self_dynamic_acc``: decode(s_A, d_A) reproduces A's factors;
     ``random_s_static_acc``: decode(s_rand, d_A) with s_rand ~ N(mean(s), std(s)^2) per dimension
@@ -205,7 +208,7 @@ def control_accuracy(model, judge: Judge | Mapping[str, Judge], test: SeqSet, *,
     """
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(test), min(n, len(test)), replace=False)
-    kwargs = _decode_kwargs(model, steps, seed)
+    kwargs = _decode_kwargs(model, steps, seed, shared_noise)
     s, d = model.encode(test.x[idx])
     s_rand = s.mean(0) + s.std(0) * torch.randn(s.shape, generator=torch.Generator().manual_seed(seed)).to(s.device)
     labels = {**{k: v[idx] for k, v in test.static.items()}, **{k: v[idx] for k, v in test.dynamic.items()}}

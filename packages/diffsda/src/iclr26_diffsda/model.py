@@ -320,11 +320,12 @@ class DiffSDA(nn.Module):
         x_T = self.invert(x, s, d, steps=steps) if use_inversion else None
         return self.decode(s, d, steps=steps, x_T=x_T, generator=generator)
 
-    def swap(self, x_static, x_dynamic, *, steps: int = 18, noise: str = "fresh",
+    def swap(self, x_static, x_dynamic, *, steps: int = 18, noise: str = "fresh", shared_noise: bool = False,
              generator: torch.Generator | None = None) -> torch.Tensor:
         """Decodes z^tau = (d_B^tau, s_A): A's static content with B's dynamics, (N, V, *elem).
 
-        ``noise="dynamic_donor"`` starts from B's inverted x_T instead of fresh noise.
+        ``noise="dynamic_donor"`` starts from B's inverted x_T instead of fresh noise; with fresh noise,
+        ``shared_noise`` draws one x_T per sequence for all its elements (see ``decode``).
 
         Raises:
             ValueError: A and B differ in shape, or ``noise`` is unknown.
@@ -338,4 +339,4 @@ class DiffSDA(nn.Module):
         s_a, _ = self.encode(xa)
         s_b, d_b = self.encode(xb)
         x_T = self.invert(xb, s_b, d_b, steps=steps) if noise == "dynamic_donor" else None
-        return self.decode(s_a, d_b, steps=steps, x_T=x_T, generator=generator)
+        return self.decode(s_a, d_b, steps=steps, x_T=x_T, shared_noise=shared_noise, generator=generator)

@@ -42,22 +42,24 @@ class ConcatMLP(nn.Module):
     """Per-element feature network: ``layers`` blocks Linear -> LayerNorm -> SiLU -> Dropout of width ``width``,
     the raw input concatenated to the input of every block after the first. (B, in_dim) -> (B, width).
 
-    With ``linear_last`` the last block is the Linear alone (the official encoder's feature MLP has no
-    activation on its last layer, so the BiLSTM reads unbounded, signed features).
+    With ``linear_last`` the last block is Linear -> LayerNorm without activation or dropout, as in the
+    official encoder's feature MLP (the BiLSTM reads normalised, signed features).
     """
 
     def __init__(self, in_dim: int, width: int, layers: int = 5, dropout: float = 0.1, linear_last: bool = False):
         super().__init__()
         self.linears = nn.ModuleList([nn.Linear(in_dim if i == 0 else width + in_dim, width) for i in range(layers)])
-        self.norms = nn.ModuleList([nn.LayerNorm(width) for _ in range(layers - 1 if linear_last else layers)])
+        self.norms = nn.ModuleList([nn.LayerNorm(width) for _ in range(layers)])
         self.dropout = nn.Dropout(dropout)
+        self.linear_last = bool(linear_last)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x
-        for i, linear in enumerate(self.linears):
-            h = linear(h if i == 0 else torch.cat([h, x], dim=1))
-            if i < len(self.norms):
-                h = self.dropout(F.silu(self.norms[i](h)))
+        last = len(self.linears) - 1
+        for i, (linear, norm) in enumerate(zip(self.linears, self.norms)):
+            h = norm(linear(h if i == 0 else torch.cat([h, x], dim=1)))
+            if not (self.linear_last and i == last):
+                h = self.dropout(F.silu(h))
         return h
 
 

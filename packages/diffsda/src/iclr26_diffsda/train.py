@@ -21,7 +21,7 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 
 def train_model(model: nn.Module, x, *, steps: int, batch_size: int = 32, lr: float = 1e-3, warmup: int = 100,
-                weight_decay: float = 1e-5, mask=None, seed: int = 0,
+                weight_decay: float = 1e-5, clip_grad: float | None = None, mask=None, seed: int = 0,
                 callback: Callable[[int, nn.Module], None] | None = None, progress: Callable | None = None
                 ) -> dict[str, list[float]]:
     """Minimises ``model.loss(batch, mask)`` for ``steps`` AdamW steps on random batches of sequences.
@@ -29,6 +29,8 @@ def train_model(model: nn.Module, x, *, steps: int, batch_size: int = 32, lr: fl
     Args:
         model: a ``DiffSDA`` or ``SeqVAE`` (anything with ``loss(x, mask=None)`` and ``device``).
         x: (N, V, *elem) training sequences; mask: optional 0/1 mask of x's shape.
+        clip_grad: the gradient's global norm is clipped to this value before each step (the official
+            DiffSDA training clips at 1.0), or None for no clipping.
         callback: called as ``callback(step, model)`` after steps 1..steps (e.g. checkpoint evaluations).
         progress: wraps the range of steps (a progress-bar function), or None.
 
@@ -36,13 +38,15 @@ def train_model(model: nn.Module, x, *, steps: int, batch_size: int = 32, lr: fl
         ``{"loss": [...], "seconds": [elapsed after each step]}``.
 
     Raises:
-        ValueError: steps < 1, batch_size < 1, lr <= 0, or bad x / mask.
+        ValueError: steps < 1, batch_size < 1, lr <= 0, clip_grad <= 0, or bad x / mask.
     """
     for name, value in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
     if not lr > 0:
         raise ValueError(f"lr: expected a value > 0, got {lr!r}")
+    if clip_grad is not None and not clip_grad > 0:
+        raise ValueError(f"clip_grad: expected a value > 0 or None, got {clip_grad!r}")
     x = check_sequences(x, model.elem_shape)
     mask = check_mask(mask, x)
     if hasattr(model, "set_data_scale"):
@@ -62,6 +66,8 @@ def train_model(model: nn.Module, x, *, steps: int, batch_size: int = 32, lr: fl
         loss = model.loss(x[idx], None if mask is None else mask[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if clip_grad is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
         opt.step()
         sched.step()
         history["loss"].append(float(loss.detach()))
