@@ -71,3 +71,18 @@ def test_gnn_output_follows_the_loads_at_initialisation():
         out = model(Batch.from_data_list(data)).reshape(len(items), -1)
     z = (out - model.y_mean) / model.y_std
     assert float(z.std(0).mean()) > 1e-2 * float(z.abs().mean())
+
+
+def test_residual_gnn_fits_a_few_grid_instances():
+    """The grid GNN must be able to fit 10 case9 instances: with sum-pooled readouts over LayerNorm'd states it
+    stayed at the mean predictor (training rel MSE 0.96 after 100 full-batch steps), with mean pooling 0.15."""
+    import torch
+    from iclr26_socp_gnn.grid import opf_dataset
+    from iclr26_socp_gnn.models import SOCPGNN
+    from iclr26_socp_gnn.train import evaluate, fit
+
+    items = list(opf_dataset("case9", 10, seed=5))
+    torch.manual_seed(0)
+    model = SOCPGNN(hidden=32, layers=4, task="solution", residual=True)
+    fit(model, items, epochs=100, batch_size=10, seed=0, scaling="variable")
+    assert evaluate(model, items)["rel_mse"] < 0.5

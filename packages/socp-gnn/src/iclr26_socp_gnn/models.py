@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch_geometric.nn import HeteroConv, MessagePassing, global_add_pool
+from torch_geometric.nn import HeteroConv, MessagePassing, global_add_pool, global_mean_pool
 
 from .graph import EDGE_TYPES, NODE_DIMS
 
@@ -212,10 +212,17 @@ class SOCPGNN(_Scaled):
         layers: number of message-passing rounds L.
         task: 'feasibility' | 'objective' | 'solution'.
         membership: keep the row→cone membership messages (False = the cone-blind ablation).
-        residual: residual LayerNorm updates with He-normal init (see ``SOCPLayer``, ``reset_parameters``), for
-            instances of one fixed layout whose inputs move little (power grids); the spec's plain updates and
-            PyTorch's default init otherwise (with them the random-SOCP feasibility error is 0.2, with
-            ``residual=True`` 0.4 at quick).
+        residual: residual LayerNorm updates with He-normal init (see ``SOCPLayer``, ``reset_parameters``) and
+            readouts that pool by the mean instead of the sum, for instances of one fixed layout whose inputs move
+            little (power grids); the spec's plain updates, sum readouts and PyTorch's default init otherwise
+            (with them the random-SOCP feasibility error is 0.2, with ``residual=True`` 0.4 at quick).
+
+    Readouts: the graph level reads the pooled states of the four node types; the solution reads each variable's
+    state with the pooled var, cone and lin states of its instance. Why the mean with ``residual=True``: every
+    LayerNorm'd state has unit scale, so a sum over a grid's 18-124 variables is 18-124 times the variable's own
+    state and its instance-independent part swamps both the variable's identity and the load-dependent part; with
+    sums the residual GNN could not fit 10 case9 instances (training rel. MSE 0.93 after 300 full-batch steps),
+    with means it reached 0.017.
     """
 
     def __init__(self, hidden: int = 64, layers: int = 4, task: str = "feasibility", membership: bool = True,
@@ -253,16 +260,17 @@ class SOCPGNN(_Scaled):
         h = {t: self.embed[t](x[t]) for t in NODE_DIMS}
         for layer in self.layers:
             h = layer(h, edges)
-        sums = {}
+        pool = global_mean_pool if self.config["residual"] else global_add_pool
+        pooled = {}
         for t in NODE_DIMS:
             idx, B = _graph_index(batch, t)
-            sums[t] = global_add_pool(h[t], idx, size=B)
+            pooled[t] = pool(h[t], idx, size=B)
         if self.task == "solution":
             idx, _ = _graph_index(batch, "var")
-            z = self.readout(torch.cat([h["var"], sums["var"][idx], sums["cone"][idx], sums["lin"][idx]], -1))
+            z = self.readout(torch.cat([h["var"], pooled["var"][idx], pooled["cone"][idx], pooled["lin"][idx]], -1))
             z = z.squeeze(-1)
         else:
-            z = self.readout(torch.cat([sums[t] for t in NODE_DIMS], -1)).squeeze(-1)
+            z = self.readout(torch.cat([pooled[t] for t in NODE_DIMS], -1)).squeeze(-1)
         return self.unscale(z, batch)
 
 
