@@ -4,7 +4,7 @@ import torch
 from iclr26_fsd import DirectActionPolicy, FSDTiny, TableTop2D, UnknownObjectError, evaluate
 from iclr26_fsd.env import TASKS
 from iclr26_fsd.evaluate import DirectOracle
-from iclr26_fsd.tokens import EOS, PAD, Vocab, aids_automaton, tokens_to_aids
+from iclr26_fsd.tokens import EOS, PAD, Vocab, aids_automaton, grounding_automaton, tokens_to_aids
 
 SMALL = dict(d_model=16, n_layers=1, n_heads=2, d_mlp=32)
 STEPS_TINY = 200
@@ -266,5 +266,36 @@ def test_a_model_saved_without_the_pointer_is_refused_in_one_line(tmp_path):
     state = torch.load(path, weights_only=True)
     state["state_dict"] = {k: v for k, v in state["state_dict"].items() if not k.startswith(("pix.", "ptr_"))}
     torch.save(state, path)
-    with pytest.raises(ValueError, match="pointer readout; retrain"):
+    with pytest.raises(ValueError, match="before the pointer readout or the stem normalisation; retrain"):
         load_policy(path)
+    state = torch.load(FSDTiny(seed=0, **SMALL).save(tmp_path / "model.pt"), weights_only=True)
+    state["state_dict"] = {k: v for k, v in state["state_dict"].items() if not k.startswith("stem_norm.")}
+    torch.save(state, path)
+    with pytest.raises(ValueError, match="without stem_norm.bias .written by an earlier version"):
+        load_policy(path)
+
+
+def test_patch_content_is_not_swamped_by_the_position_codes(env):
+    """Issue 29's scale bug: the raw stem features put the image content of the visual tokens ~30x below the
+    unit-scale patch codes (and the token embeddings at std 0.02 as far below), so the transformer first saw
+    positions, not objects. At initialisation the content now varies across patches on the codes' scale."""
+    net = FSDTiny(seed=0, d_model=48, n_layers=2, d_mlp=192).net
+    with torch.no_grad():
+        x = net.stem[1](net.stem[0](torch.from_numpy(env.images[:16]).permute(0, 3, 1, 2).float() / 255.0 - 0.5))
+        content = net.stem[2](net.stem_norm(x)).flatten(2).std(2).mean()  # across patches, per channel
+    code = net.vis_code.std()
+    assert content > 0.3 * code and net.tok.weight.std() > 0.3 * code, (float(content), float(code))
+
+
+def test_grounding_decodes_the_box_of_the_given_name(env):
+    """``ground`` feeds ``<ref> name </ref>`` as given (the name is the query) and decodes the box after it."""
+    model = FSDTiny(seed=2, **SMALL)
+    names = [s.objects[0].name for s in env.scenes[:5]]
+    prompts = [["find", "the", *n.split()] for n in names]
+    outs = model._decode(env.images[:5], prompts, grounding_automaton(model.vocab),
+                         forced=[["<ref>", *n.split(), "</ref>"] for n in names])
+    for o, n in zip(outs, names, strict=True):
+        assert o[:5] == ["<ref>", *n.split(), "</ref>", "<box>"] and sum(t.startswith("<c") for t in o) == 4
+    assert model.ground(env.images[:5], names).shape == (5, 4)
+    with pytest.raises(ValueError, match="forced: expected 5 token lists of one length"):
+        model._decode(env.images[:5], prompts, grounding_automaton(model.vocab), forced=[["<ref>"]] * 4)

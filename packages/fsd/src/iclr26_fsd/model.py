@@ -178,8 +178,14 @@ class TokenPolicy:
     @torch.no_grad()
     def _decode(self, images: np.ndarray, prompts: list[list[str]], automaton: Automaton | None,
                 temperature: float = 0.0, generator: torch.Generator | None = None,
-                batch_size: int = 256) -> list[list[str]]:
-        """Batched KV-cached decoding; ``automaton`` masks illegal tokens (None: only padding/``<bos>`` masked)."""
+                batch_size: int = 256, forced: list[list[str]] | None = None) -> list[list[str]]:
+        """Batched KV-cached decoding; ``automaton`` masks illegal tokens (None: only padding/``<bos>`` masked).
+        ``forced``: per prompt, output tokens fed as given before decoding goes on (all of one length)."""
+        if forced is not None and (len(forced) != len(prompts) or len({len(f) for f in forced}) > 1):
+            raise ValueError(f"forced: expected {len(prompts)} token lists of one length, got "
+                             f"{sorted({len(f) for f in forced})} lengths for {len(forced)}")
+        forced_ids = None if forced is None else torch.tensor([self.vocab.encode(f) for f in forced],
+                                                              dtype=torch.long, device=self.device)
         self.net.eval()
         out: list[list[str]] = []
         pad, eos = self.vocab.stoi[PAD], self.vocab.stoi[EOS]
@@ -221,6 +227,8 @@ class TokenPolicy:
                     tok = torch.multinomial(probs, 1, generator=generator)[:, 0]
                 else:
                     tok = logits.argmax(-1)
+                if forced_ids is not None and pos < forced_ids.shape[1]:
+                    tok = forced_ids[lo:lo + batch_size, pos]
                 seq.append(tok)
                 if automaton is not None:
                     state = step_to[state, tok]
@@ -400,7 +408,8 @@ class FSDTiny(TokenPolicy):
     def ground(self, images, names: Sequence[str]) -> np.ndarray:
         """The grounding task (``find the <name>``): the decoded box of each named object, (N, 4) normalised."""
         images = check_images(images, self.config.image_size)
-        outs = self._decode(images, [["find", "the", *n.split()] for n in names], grounding_automaton(self.vocab))
+        outs = self._decode(images, [["find", "the", *n.split()] for n in names], grounding_automaton(self.vocab),
+                            forced=[["<ref>", *n.split(), "</ref>"] for n in names])
         return np.array([[bin_value(int(t[2:-1]), self.vocab.coord_bins) for t in o if t.startswith("<c")]
                          for o in outs], dtype=np.float64)
 

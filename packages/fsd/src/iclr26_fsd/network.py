@@ -58,6 +58,9 @@ class NetConfig:
         return asdict(self)
 
 
+TOK_STD = 0.3
+"""Init std of the token embeddings: near the unit-scale patch codes and the normalised patch content (at 0.02 the
+instruction words were about 30x weaker than the codes, as the raw patch content was; see ``PrefixLM``)."""
 PATCH = 8  # pixels per visual token side (stride-2 conv, then stride-4 patch conv)
 
 
@@ -103,6 +106,8 @@ class PrefixLM(nn.Module):
         self.cfg = cfg
         d = cfg.d_model
         self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.GELU(), nn.Conv2d(32, d, 4, 4))
+        # unit-scale stem features: raw, the patch content was ~30x weaker than the codes it sits beside
+        self.stem_norm = nn.GroupNorm(1, 32)
         g = cfg.image_size // PATCH
         n_vis = g * g
         self.vis_pos = nn.Parameter(torch.randn(1, n_vis, d) * 0.02)
@@ -116,7 +121,7 @@ class PrefixLM(nn.Module):
         if cfg.pointer:
             c = cfg.pointer
             # on the stem's first (stride-2) feature map: one cell per 2x2 pixels
-            self.pix = nn.Sequential(nn.Conv2d(32, c, 3, 1, 1), nn.GELU(), nn.Conv2d(c, c, 3, 1, 1))
+            self.pix = nn.Sequential(nn.Conv2d(32, c, 3, 1, 1), nn.GELU(), nn.Conv2d(c, c, 3, 1, 1), nn.GroupNorm(1, c))
             self.ptr_q = nn.Linear(d, c)
             self.ptr_ctx = nn.Linear(d, c)  # the final visual tokens' states, broadcast to their 4x4 cells
             # the cell column / row holding bin k's centre
@@ -125,7 +130,7 @@ class PrefixLM(nn.Module):
         self.prompt_pos = nn.Parameter(torch.randn(1, cfg.max_prompt, d) * 0.02)
         self.out_pos = nn.Parameter(torch.randn(1, cfg.max_out, d) * 0.02)
         self.tok = nn.Embedding(cfg.vocab_size, d)
-        nn.init.normal_(self.tok.weight, std=0.02)  # unit-variance embeddings would swamp the patch codes
+        nn.init.normal_(self.tok.weight, std=TOK_STD)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, cfg.vocab_size)
@@ -134,7 +139,8 @@ class PrefixLM(nn.Module):
         """Embeds images uint8 (B, S, S, 3) and prompt ids (B, P) -> ``(tokens (B, n_vis + P, d), pixels)``;
         ``pixels`` (B, pointer, S/2, S/2): the half-resolution features the pointer readout scores (None without
         it)."""
-        x = self.stem[1](self.stem[0](images.permute(0, 3, 1, 2).float() / 255.0 - 0.5))  # (B, 32, S/2, S/2)
+        x = self.stem[1](self.stem[0](images.permute(0, 3, 1, 2).float() / 255.0 - 0.5))
+        x = self.stem_norm(x)  # (B, 32, S/2, S/2)
         vis = self.stem[2](x).flatten(2).transpose(1, 2) + self.vis_pos + self.vis_code
         pixels = self.pix(x) if self.cfg.pointer else None
         return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1), pixels
