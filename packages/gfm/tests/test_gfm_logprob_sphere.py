@@ -44,20 +44,10 @@ def test_log_prob_of_a_rotation_flow_is_uniform_on_the_ball():
     assert torch.allclose(got, torch.full_like(got, -math.log(math.pi * 9.0)), atol=1e-6)
 
 
-class ZeroField(torch.nn.Module):
-    """``v = 0``: the flow is the identity, so the model's density is the source pushed through the decoder."""
 
-    def __init__(self):
-        super().__init__()
-        self.unused = torch.nn.Parameter(torch.zeros(()))
-
-    def forward(self, z, t):
-        return 0 * z + 0 * self.unused
-
-
-def test_baseline_densities_match_their_closed_forms():
+def test_baseline_densities_match_their_closed_forms(zero_field):
     X, C = make_target("simplex-dirichlet", 200, 3, seed=4)
-    plain = PlainFM(n_steps_train=0, velocity_net=ZeroField()).fit(X)
+    plain = PlainFM(n_steps_train=0, velocity_net=zero_field()).fit(X)
     x = X[:50]
     gauss = -0.5 * (x * x).sum(1) - 1.5 * math.log(2 * math.pi)
     assert torch.allclose(plain.log_prob(x, steps=5), gauss, atol=1e-5)      # the CNF runs in float32
@@ -74,7 +64,7 @@ def test_baseline_densities_match_their_closed_forms():
     with pytest.raises(TypeError, match="ReflectedFM"):
         ReflectedFM(C, hidden=(8,), n_steps_train=0).fit(X).log_prob(x)
     Xb, box = make_target("box-arcsine", 200, 2, seed=0)
-    mirror = MirrorFM(box, n_steps_train=0, velocity_net=ZeroField()).fit(Xb)
+    mirror = MirrorFM(box, n_steps_train=0, velocity_net=zero_field()).fit(Xb)
     xb = Xb[((Xb > 0.01) & (Xb < 0.99)).all(dim=1)][:50]               # away from the logit clamp at 1e-6
     y = torch.logit(xb)                                               # box [0, 1]^2: x = sigmoid(y)
     analytic = -0.5 * (y * y).sum(1) - math.log(2 * math.pi) - torch.log(xb * (1 - xb)).sum(1)

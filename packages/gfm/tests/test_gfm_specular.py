@@ -9,17 +9,6 @@ from iclr26_gfm import Ball, Box, Ellipsoid, GaugeFlowMatching, GaugeMap, Inters
 from iclr26_gfm.sets import ConvexSet, uniform_in_set
 
 
-class ZeroField(torch.nn.Module):
-    """``v = 0``: the model is its source pushed through the decoder."""
-
-    def __init__(self):
-        super().__init__()
-        self.unused = torch.nn.Parameter(torch.zeros(()))
-
-    def forward(self, z, t):
-        return 0 * z + 0 * self.unused
-
-
 def _steps(C, n, length, seed):
     """Steps ``x → x + w`` from points strictly inside ``C`` ``(n, d)``, most of them leaving ``C``."""
     g = torch.Generator().manual_seed(seed)
@@ -84,10 +73,10 @@ def test_specular_sampling_reflects_where_the_sphere_reflection_slides_along_the
     assert float(sphere[0, 1]) < 0.88 and float(box.violation(sphere)[0]) == 0   # 0.856: away from the corner
 
 
-def test_uniform_set_source_is_uniform_on_c_and_its_density_is_one_over_the_volume():
+def test_uniform_set_source_is_uniform_on_c_and_its_density_is_one_over_the_volume(zero_field):
     box = Box([0.0, 0.0], [2.0, 1.0])
     X = uniform_in_set(box, 200, torch.Generator().manual_seed(0)).to(torch.float64)
-    model = GaugeFlowMatching(box, source="uniform_set", n_steps_train=0, velocity_net=ZeroField()).fit(X)
+    model = GaugeFlowMatching(box, source="uniform_set", n_steps_train=0, velocity_net=zero_field()).fit(X)
     S = model.sample(40_000, steps=2)
     assert torch.allclose(S.mean(0), box.center, atol=0.01)
     assert torch.allclose(S.var(0), torch.tensor([4 / 12, 1 / 12], dtype=torch.float64), rtol=0.03)
@@ -95,10 +84,10 @@ def test_uniform_set_source_is_uniform_on_c_and_its_density_is_one_over_the_volu
     assert torch.allclose(got, torch.full_like(got, -math.log(2.0)), atol=1e-9)
 
 
-def test_uniform_set_needs_a_volume_for_log_prob_and_bad_choices_are_named():
+def test_uniform_set_needs_a_volume_for_log_prob_and_bad_choices_are_named(zero_field):
     C = Intersection([Ball([0.0, 0.0], 1.0), Box([-0.8, -0.8], [0.8, 0.8])])
     X = C.center + 0.5 * (uniform_in_set(C, 100, torch.Generator().manual_seed(1)).to(torch.float64) - C.center)
-    model = GaugeFlowMatching(C, source="uniform_set", n_steps_train=0, velocity_net=ZeroField()).fit(X)
+    model = GaugeFlowMatching(C, source="uniform_set", n_steps_train=0, velocity_net=zero_field()).fit(X)
     with pytest.raises(NotImplementedError, match="volume"):
         model.log_prob(X[:5])
     with pytest.raises(ValueError, match="source"):
