@@ -130,9 +130,10 @@ class ConvexSet:
         """``log vol(C)`` (Lebesgue measure in ``R^d``); used by the ``uniform_set`` source's density.
 
         Raises:
-            NotImplementedError: the set has no volume formula (only polytopes and ellipsoids have one).
+            ValueError: the set has no volume formula (only polytopes and ellipsoids have one).
         """
-        raise NotImplementedError(f"{type(self).__name__}: no volume formula (polytopes and ellipsoids have one)")
+        raise ValueError(f"{type(self).__name__}: expected a set with a volume formula (a polytope or an "
+                         "ellipsoid) for log vol(C), got none for this set")
 
     def normal(self, y: Tensor) -> Tensor:
         """Outward normals ``∇γ_C(y)`` ``(n, d)`` at offsets ``y`` ``(n, d)`` from ``center`` (float64), by central
