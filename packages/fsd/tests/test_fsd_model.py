@@ -296,6 +296,11 @@ def test_grounding_decodes_the_box_of_the_given_name(env):
                          forced=[["<ref>", *n.split(), "</ref>"] for n in names])
     for o, n in zip(outs, names, strict=True):
         assert o[:5] == ["<ref>", *n.split(), "</ref>", "<box>"] and sum(t.startswith("<c") for t in o) == 4
-    assert model.ground(env.images[:5], names).shape == (5, 4)
+    boxes = model.ground(env.images[:5], names)
+    assert boxes.shape == (5, 4)
+    mixed = model.ground(env.images[:6], [*names, "plate"])  # names of different lengths decode in groups
+    assert np.array_equal(mixed[:5], boxes) and mixed.shape == (6, 4)
+    with pytest.raises(ValueError, match="names: expected one name per image"):
+        model.ground(env.images[:5], names[:4])
     with pytest.raises(ValueError, match="forced: expected 5 token lists of one length"):
         model._decode(env.images[:5], prompts, grounding_automaton(model.vocab), forced=[["<ref>"]] * 4)

@@ -408,10 +408,17 @@ class FSDTiny(TokenPolicy):
     def ground(self, images, names: Sequence[str]) -> np.ndarray:
         """The grounding task (``find the <name>``): the decoded box of each named object, (N, 4) normalised."""
         images = check_images(images, self.config.image_size)
-        outs = self._decode(images, [["find", "the", *n.split()] for n in names], grounding_automaton(self.vocab),
-                            forced=[["<ref>", *n.split(), "</ref>"] for n in names])
-        return np.array([[bin_value(int(t[2:-1]), self.vocab.coord_bins) for t in o if t.startswith("<c")]
-                         for o in outs], dtype=np.float64)
+        words = [n.split() for n in names]
+        if len(words) != len(images):
+            raise ValueError(f"names: expected one name per image ({len(images)}), got {len(words)}")
+        boxes = np.empty((len(words), 4), dtype=np.float64)
+        for length in sorted({len(w) for w in words}):  # names of one length decode together (forced prefixes)
+            idx = [i for i, w in enumerate(words) if len(w) == length]
+            outs = self._decode(images[idx], [["find", "the", *words[i]] for i in idx],
+                                grounding_automaton(self.vocab), forced=[["<ref>", *words[i], "</ref>"] for i in idx])
+            boxes[idx] = [[bin_value(int(t[2:-1]), self.vocab.coord_bins) for t in o if t.startswith("<c")]
+                          for o in outs]
+        return boxes
 
     def refer(self, images, points) -> list[str]:
         """The referring task: the name of the object at each normalised image point (N, 2)."""
