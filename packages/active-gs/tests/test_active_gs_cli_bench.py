@@ -86,7 +86,8 @@ def test_cli_round_trip(tmp_path, capsys):
     (tmp_path / "noisy.json").write_text(json.dumps(_camera_json(0)))
     assert main(["refine-pose", "--model", str(model), "--image", str(folder / "v0.png"), "--pose",
                  str(tmp_path / "noisy.json"), "--steps", "2", "--device", "cpu", "--out", str(run)]) == 0
-    assert len(json.loads(capsys.readouterr().out)["viewmat"]) == 4
+    printed = json.loads(capsys.readouterr().out)
+    assert len(printed["viewmat"]) == 4 and isinstance(printed["accepted"], bool)
     assert len(json.loads((run / "pose.json").read_text())["viewmat"]) == 4
     assert main(["render", "--model", str(tmp_path / "poses.json"), "--out", str(tmp_path / "bad")]) == 2
     assert capsys.readouterr().err.startswith("error: --model: expected a Gaussian model .npz")

@@ -1,4 +1,5 @@
 """Robust pose refinement against the ground-truth toy scene (spec test 9, issue 28) and its input checks."""
+import copy
 import math
 
 import numpy as np
@@ -62,3 +63,43 @@ def test_refinement_refuses_bad_images(scene):
         robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, loss="huber")
     with pytest.raises(ValueError, match="method"):
         robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, method="sgd")
+    with pytest.raises(ValueError, match="mask"):
+        robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, mask="alpha")
+    with pytest.raises(ValueError, match="accept_loss"):
+        robust_pose_refine(scene.gt, torch.zeros(64, 64, 3), cam, accept_loss=0)
+
+
+def test_default_objective_does_not_reward_shrinking_the_footprint(scene):
+    """Issue 28: with an imperfect model (ground truth with jittered colours), the spec's pose-dependent mask
+    ``A > 0.5`` scores a camera pulled 0.5 back (a smaller footprint) lower than the true pose; the default
+    objective over every pixel scores the true pose lower."""
+    from iclr26_active_gs.pose import _robust_terms
+    from iclr26_active_gs.render import render
+
+    model = copy.deepcopy(scene.gt)
+    with torch.no_grad():
+        model.color_logits.add_(torch.randn(model.color_logits.shape, generator=torch.Generator().manual_seed(3)))
+    cam = scene.candidates[3]
+    back = cam.perturbed(torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 0.5]))
+    image = scene.render_gt(cam)
+
+    def objective(camera, mask):
+        with torch.no_grad():
+            out = render(model, camera, bg=scene.bg)
+        return _robust_terms(out["rgb"], image, out["alpha"], "geman-mcclure", 0.1, mask)[0]
+
+    assert objective(back, "model") < objective(cam, "model")
+    assert objective(cam, "none") < objective(back, "none")
+
+
+def test_refinement_is_refused_when_the_model_does_not_explain_the_image(scene):
+    """A model that explains nothing of the image (one faint Gaussian) fails the acceptance check: the
+    reported camera comes back unchanged."""
+    from iclr26_active_gs import GaussianModel
+
+    cam = scene.candidates[3]
+    noisy = cam.perturbed(torch.tensor([0.03, 0.0, 0.0, 0.0, 0.05, 0.0]))
+    refined, info = robust_pose_refine(GaussianModel(1, seed=0), scene.render_gt(cam), noisy, extent=scene.extent,
+                                       gn_steps=1, levels=(4,))
+    assert not info["accepted"] and info["fit"] > 0.2
+    assert torch.equal(refined.viewmat, noisy.viewmat)

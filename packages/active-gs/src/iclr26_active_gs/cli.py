@@ -132,7 +132,8 @@ def cmd_refine_pose(args) -> int:
     steps = {} if args.steps is None else {"steps" if args.solver == "adam" else "gn_steps": args.steps}
     refined, info = robust_pose_refine(model, image, camera, loss=args.loss, extent=args.extent,
                                        method=args.solver, **steps)
-    print(json.dumps({"viewmat": refined.viewmat.tolist(), "loss": info["loss"], "xi": info["xi"]}))
+    print(json.dumps({"viewmat": refined.viewmat.tolist(), "loss": info["loss"], "xi": info["xi"],
+                      "accepted": info["accepted"], "fit": info["fit"]}))
     write_json_atomic(out, refined.to_dict())
     return 0
 
@@ -174,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_select)
 
     p = sub.add_parser("refine-pose", parents=[common_options()],
-                       help="robustly correct the pose of a new image: pose.json")
+                       help="robustly correct the pose of a new image: pose.json (the input pose when the model "
+                            "does not explain the image; 'accepted' in the printed JSON)")
     p.add_argument("--model", type=existing_file, required=True)
     p.add_argument("--image", type=existing_file, required=True)
     p.add_argument("--pose", type=existing_file, required=True, help="JSON camera {K, viewmat, width, height}")

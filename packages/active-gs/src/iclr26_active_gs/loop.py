@@ -55,7 +55,8 @@ def evaluate(model: GaussianModel, scene: SyntheticObjectScene, masks: list[np.n
 
 @dataclass
 class Round:
-    """One round: views after it, the index picked, test metrics (NaN when not evaluated), timings."""
+    """One round: views after it, the index picked, test metrics (NaN when not evaluated), timings; pose errors
+    of the captured view before and after its capture-time refinement and whether that refinement was kept."""
 
     n_views: int
     selected: int | None
@@ -67,6 +68,7 @@ class Round:
     trans_err_before: float | None = None
     rot_err_after: float | None = None
     trans_err_after: float | None = None
+    refine_accepted: bool | None = None
     train_seconds: float = 0.0
     select_seconds: float = 0.0
     refine_seconds: float = 0.0
@@ -87,7 +89,8 @@ class ActiveResult:
     seconds: float = 0.0
 
     def mean_pose_errors(self) -> dict[str, float]:
-        """Mean rotation (deg) / translation errors of captured views: injected, after capture, at the end."""
+        """Mean rotation (deg) / translation errors of captured views: injected, after capture, at the end;
+        ``accepted``: the fraction of capture-time refinements kept (NaN without refinement)."""
         cap = [r for r in self.rounds if r.rot_err_before is not None]
         if not cap:
             return {}
@@ -96,7 +99,9 @@ class ActiveResult:
                 "rot_after": float(np.mean([r.rot_err_after for r in cap])),
                 "trans_after": float(np.mean([r.trans_err_after for r in cap])),
                 "rot_end": float(np.mean([e[0] for e in self.final_pose_errors])),
-                "trans_end": float(np.mean([e[1] for e in self.final_pose_errors]))}
+                "trans_end": float(np.mean([e[1] for e in self.final_pose_errors])),
+                "accepted": float(np.mean([r.refine_accepted for r in cap])) if cap[0].refine_accepted is not None
+                else math.nan}
 
 
 class ActiveLoop:
@@ -110,7 +115,7 @@ class ActiveLoop:
         iters_per_round: training iterations before each selection.
         final_iters: iterations after the last addition (default ``2 * iters_per_round``).
         pose_noise: (degrees, scene units) noise of the reported pose of every captured view.
-        pose_refine: ``"robust"`` (Geman-McClure, masked, trimmed), ``"l2"`` or ``"none"``; applied at capture
+        pose_refine: ``"robust"`` (Geman-McClure), ``"l2"`` or ``"none"``; applied at capture
             time and, jointly with the Gaussians, during training.
         seed: seeds the model initialisation, the training order and the pose noise.
         n_gaussians: model size N. lr_scale: Trainer learning-rate scale.
@@ -157,7 +162,8 @@ class ActiveLoop:
         trainer = Trainer(model, lr_scale=self.lr_scale, refine_poses=self.pose_refine != "none", seed=self.seed,
                           extent=scene.extent, bg=scene.bg, render_kw=self.render_kw,
                           pose_loss_kw={"loss": loss, "tau": self.refine_kw.get("tau", 0.1),
-                                        "trim": self.refine_kw.get("trim", 0.2)})
+                                        "trim": self.refine_kw.get("trim", 0.2),
+                                        "mask": self.refine_kw.get("mask", "none")})
         taken = self._initial()
         images = [scene.render_gt(scene.candidates[i]) for i in taken]
         cams: list[Camera] = [scene.candidates[i] for i in taken]
@@ -190,7 +196,8 @@ class ActiveLoop:
                 t2 = time.perf_counter()
                 if self.pose_refine != "none":
                     kw = {"extent": scene.extent, "bg": scene.bg, "render_kw": self.render_kw, **self.refine_kw}
-                    reported, _ = robust_pose_refine(model, image, reported, loss=loss, **kw)
+                    reported, info = robust_pose_refine(model, image, reported, loss=loss, **kw)
+                    rnd.refine_accepted = info["accepted"]
                 rnd.refine_seconds = time.perf_counter() - t2
                 rnd.rot_err_after, rnd.trans_err_after = pose_errors(reported, scene.candidates[k])
             taken.append(k)
