@@ -16,7 +16,7 @@ from iclr26_dream.losses import (
     intra_sample_infonce,
     sample_triplets,
 )
-from iclr26_dream.nn import GatedFusion, StudentTClusterHead, student_t_assignment
+from iclr26_dream.nn import GatedFusion, StudentTClusterHead, ViewGCN, first_hop, student_t_assignment
 
 
 def _views(n=6, z=4, V=3, seed=0, dtype=torch.float32):
@@ -245,3 +245,18 @@ def test_propagated_kmeans_matches_dense_propagation_and_zero_hops_is_concat_kme
                           ConcatKMeans(3, random_state=0).fit(Xs).labels_)
     with pytest.raises(ValueError, match="hops"):
         PropagatedKMeans(3, hops=-1).fit(Xs)
+
+
+def test_gcn_with_precomputed_first_hop_equals_the_two_layer_formula():
+    """H = Â · ReLU(Â (X W₁ᵀ + b₁)) W₂ᵀ + ..., written densely, with and without the cached (ÂX, Â1)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 7))
+    a_hat = normalize_adjacency(knn_graph(X, k=4))
+    x = torch.as_tensor(X, dtype=torch.float64)
+    gcn = ViewGCN(7, hidden=5, latent=3).double()
+    dense = a_hat.to_dense().double()
+    hidden = torch.relu(dense @ (x @ gcn.lin1.weight.T + gcn.lin1.bias))
+    expected = dense @ (hidden @ gcn.lin2.weight.T + gcn.lin2.bias)
+    a_hat = a_hat.double()
+    torch.testing.assert_close(gcn(x, a_hat), expected)
+    torch.testing.assert_close(gcn(x, a_hat, first_hop(x, a_hat)), expected)

@@ -10,7 +10,8 @@ computed from the measured numbers. Scales: ``smoke`` (300-sample subsets, tiny 
 ``full`` (HW first seed, UCI3 5 seeds, the semantic and fusion ablations on the first 3 seeds, the other
 two on the first, 50 + 30 epochs; criterion 5's seed spread on UCI3), ``paper`` (paper-size MLPs,
 200 + 300 epochs, HW and UCI3 with 5 seeds each, plus ALOI100 when ``$ICLR26_DATA/dream/aloi100.mat``
-exists). Both training phases use mini-batches of 256 at every scale.
+exists). Both training phases use mini-batches at every scale (the estimator's defaults: 128 rows for the
+VAEs' pretraining, 256 for the graph term and the joint phase).
 """
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def per_seed(rows, data: str, method: str, seeds, key: str = "acc") -> np.ndarra
 N_SEEDS = {"smoke": 2, "quick": 3, "full": 5, "paper": 5}
 
 
-# Both phases train in mini-batches of 256 (the estimator's default); quick and full shorten the schedule
+# Both phases train in the estimator's mini-batches (VAE pretraining 128, else 256); quick and full shorten the schedule
 # to fit the time budgets, paper keeps the spec's.
 SCHEDULE = {"smoke": {"pretrain_epochs": 2, "epochs": 3, "latent_dim": 16, "hidden_dims": (32,), "gcn_hidden": 32,
                       "n_triplets": 256},

@@ -26,7 +26,7 @@ from .losses import (
     intra_sample_infonce,
     vae_loss,
 )
-from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE
+from .nn import GatedFusion, StudentTClusterHead, ViewGCN, ViewVAE, first_hop
 
 FUSIONS = ("gate", "average")
 KL_SCALES = ("variance", "none")
@@ -89,9 +89,11 @@ class DREAM(ClusterMixin, BaseEstimator):
     ``graph_weighting`` (``"uniform"``, the spec's (1/N²)‖σ(HHᵀ) − A‖²;
     ``"balanced"``: edges and non-edges weighted equally).
 
-    ``pretrain_batch_size`` and ``batch_size`` (both default 256; ``None`` = full batch): pretraining
-    and the joint phase use mini-batches of rows (*inferred*, as MFLVC and GCFAggMVC train; full batch
-    gives one Adam step per epoch and leaves the networks under-trained). In a joint step the VAE terms,
+    ``pretrain_batch_size`` (default 128) and ``batch_size`` (default 256; ``None`` = full batch): the
+    VAEs pretrain in mini-batches of ``pretrain_batch_size`` rows, the GCNs' graph term in mini-batches of
+    ``batch_size`` rows, and the joint phase uses ``batch_size`` (*inferred*, as MFLVC and GCFAggMVC train;
+    full batch gives one Adam step per epoch and leaves the networks under-trained; the VAE's smaller
+    batches double its pretraining steps for a few percent more time). In a joint step the VAE terms,
     the fusion, the clustering loss, the distillation, the InfoNCE (within the batch) and the triplets
     use the batch's rows, the graph term the batch's rows of sigmoid(HHᵀ) against A. ``balance``
     (default 0, off): weight of the optional cluster-balance term log K − H(q̄) added to L_Cluster.
@@ -114,7 +116,7 @@ class DREAM(ClusterMixin, BaseEstimator):
                  n_triplets: int = 2048, pseudo_update_every: int = 3, pretrain_epochs: int = 100,
                  epochs: int = 150, lr: float = 1e-3, batch_size: int | None = 256, device: str = "auto",
                  random_state=None, preprocess: str = "zscore_l2", graph_metric: str = "cosine",
-                 balance: float = 0.0, graph_weighting: str = "uniform", pretrain_batch_size: int | None = 256,
+                 balance: float = 0.0, graph_weighting: str = "uniform", pretrain_batch_size: int | None = 128,
                  kl_scale: str = "variance", normalize_fusion: bool = True, fusion_lr: float | None = 1e-2,
                  allow_single_view: bool = False, callback=None, verbose: bool = False):
         self.n_clusters = n_clusters
@@ -214,8 +216,8 @@ class DREAM(ClusterMixin, BaseEstimator):
     def _prepare(self, Xs, graphs=None) -> tuple[list[torch.Tensor], list, list[torch.Tensor], list[torch.Tensor],
                                                  list[float]]:
         """Preprocessed views as tensors, the graphs (``graphs[v]`` when given, else the kNN graph of view v),
-        Â per view, the dense/sparse A per view and the per-view KL weights (λ₁ · 2σ̄_v² with
-        ``kl_scale="variance"``)."""
+        the GCN inputs per view ``(Â, first_hop(x, Â))``, the dense/sparse A per view and the per-view KL
+        weights (λ₁ · 2σ̄_v² with ``kl_scale="variance"``)."""
         views = [preprocess_view(X, self.preprocess) for X in Xs]
         kl_weights = [self.lambda1 * (2.0 * float(X.var(axis=0).mean()) if self.kl_scale == "variance" else 1.0)
                       for X in views]
@@ -224,6 +226,7 @@ class DREAM(ClusterMixin, BaseEstimator):
                    for X, G in zip(views, given)] if self.use_structure else [])
         xs = [torch.as_tensor(X, dtype=torch.float32, device=self.device_) for X in views]
         a_hats = [normalize_adjacency(A, device=self.device_) for A in graphs]
+        a_hats = [(a, first_hop(x, a)) for x, a in zip(xs, a_hats)]
         adjs = []
         for A in graphs:
             coo = A.tocoo()
@@ -235,13 +238,14 @@ class DREAM(ClusterMixin, BaseEstimator):
 
     def _branches(self, xs, a_hats, rows=None):
         """(mus, logvars, x_hats) of the VAEs on the rows ``rows`` (all when None) and the GCN outputs
-        hs over the whole graph ``(N, z)``; ``None`` for an absent branch."""
+        hs over the whole graph ``(N, z)`` (``a_hats``: the ``(Â, first_hop)`` pairs of ``_prepare``);
+        ``None`` for an absent branch."""
         mus = logvars = x_hats = hs = None
         if self.use_semantic:
             outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
             mus, logvars, x_hats = (list(t) for t in zip(*outs))
         if self.use_structure:
-            hs = [gcn(x, a) for gcn, x, a in zip(self.gcns_, xs, a_hats)]
+            hs = [gcn(x, a, hop) for gcn, x, (a, hop) in zip(self.gcns_, xs, a_hats)]
         return mus, logvars, x_hats, hs
 
     def _forward(self, xs, a_hats):
@@ -250,38 +254,64 @@ class DREAM(ClusterMixin, BaseEstimator):
         l, s, alpha_hat = self.fusion_(mus, hs)
         return mus, logvars, x_hats, hs, l, s, alpha_hat
 
+    def _semantic_loss(self, xs, mus, logvars, x_hats, rows=None) -> torch.Tensor:
+        """The VAE terms of L_Encode on the rows ``rows`` (all when None) of every view."""
+        loss = xs[0].new_zeros(())
+        for x, xh, mu, lv, w in zip(xs, x_hats, mus, logvars, self.kl_weights_):
+            loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, w)
+        return loss
+
+    def _structure_loss(self, adjs, hs, rows=None) -> torch.Tensor:
+        """The graph terms of L_Encode: the rows ``rows`` of sigmoid(HHᵀ) against A (an unbiased estimate of
+        the full-matrix mean; all rows when None or when A is sparse, i.e. sampled)."""
+        loss = hs[0].new_zeros(())
+        for h, adj in zip(hs, adjs):
+            loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen, weighting=self.graph_weighting,
+                                           rows=None if adj.is_sparse else rows)
+        return loss
+
     def _encode_loss(self, xs, adjs, mus, logvars, x_hats, hs, rows=None) -> torch.Tensor:
-        """L_Encode; with ``rows`` (a mini-batch) the VAE terms use those rows and the graph term the
-        rows ``rows`` of sigmoid(HHᵀ) against A (an unbiased estimate of the full-matrix mean)."""
+        """L_Encode of one joint step (the VAE terms on the rows ``rows``, the graph terms as in
+        ``_structure_loss``)."""
         loss = xs[0].new_zeros(())
         if self.use_semantic:
-            for x, xh, mu, lv, w in zip(xs, x_hats, mus, logvars, self.kl_weights_):
-                loss = loss + vae_loss(x if rows is None else x[rows], xh, mu, lv, w)
+            loss = loss + self._semantic_loss(xs, mus, logvars, x_hats, rows)
         if self.use_structure:
-            for h, adj in zip(hs, adjs):
-                loss = loss + graph_recon_loss(h, adj, generator=self._torch_gen, weighting=self.graph_weighting,
-                                               rows=None if adj.is_sparse else rows)
+            loss = loss + self._structure_loss(adjs, hs, rows)
         return loss
 
     def _pretrain(self, xs, a_hats, adjs, progress) -> None:
-        """Pretrains L_Encode (VAE + graph reconstruction) with Adam, full batch or mini-batches of
-        ``pretrain_batch_size`` rows (the GCN always propagates over the whole graph)."""
-        encoders = [*self.vaes_.parameters(), *self.gcns_.parameters()]
-        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
-        opt = torch.optim.Adam(encoders, lr=self.lr, foreach=True)
+        """Pretrains L_Encode with Adam. The VAEs and the GCNs share no parameters, so L_Encode splits into its
+        VAE terms, trained in mini-batches of ``pretrain_batch_size`` rows, and its graph terms, trained in
+        mini-batches of ``batch_size`` rows of sigmoid(HHᵀ) (the GCN propagates over the whole graph at every
+        step); each part has its own Adam, which for every parameter is the same update as one Adam on the
+        sum. ``None`` = full batch. A VAE step costs a batch of rows, a graph step the whole graph."""
         n = xs[0].shape[0]
-        size = n if self.pretrain_batch_size is None else min(self.pretrain_batch_size, n)
+        parts = []
+        if self.use_semantic:
+            def semantic(rows):
+                mus, logvars, x_hats = zip(*(vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)))
+                return self._semantic_loss(xs, mus, logvars, x_hats, rows)
+            parts.append((self.vaes_, self.pretrain_batch_size, semantic))
+        if self.use_structure:
+            def structure(rows):
+                hs = [gcn(x, a, hop) for gcn, x, (a, hop) in zip(self.gcns_, xs, a_hats)]
+                return self._structure_loss(adjs, hs, rows)
+            parts.append((self.gcns_, self.batch_size, structure))
+        # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
+        opts = [torch.optim.Adam(module.parameters(), lr=self.lr, foreach=True) for module, _, _ in parts]
         for epoch in _bar(range(self.pretrain_epochs), progress, "pretrain epochs"):
             order = torch.as_tensor(self._rng.permutation(n), device=self.device_)
             total = 0.0
-            for start in range(0, n, size):
-                rows = None if size == n else order[start:start + size]
-                mus, logvars, x_hats, hs = self._branches(xs, a_hats, rows)
-                loss = self._encode_loss(xs, adjs, mus, logvars, x_hats, hs, rows)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * (n if rows is None else rows.numel()) / n
+            for (_, batch, loss_of), opt in zip(parts, opts):
+                size = n if batch is None else min(batch, n)
+                for start in range(0, n, size):
+                    rows = None if size == n else order[start:start + size]
+                    loss = loss_of(rows)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    total += float(loss.detach()) * (n if rows is None else rows.numel()) / n
             self._log(epoch, "pretrain", {"encode": total, "total": total}, None)
 
     def _align_loss(self, mus, hs, l, pseudo) -> torch.Tensor:

@@ -40,10 +40,18 @@ class ViewVAE(nn.Module):
         return mu, logvar, self.decoder(z)
 
 
+def first_hop(x: torch.Tensor, a_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weight-free part of a GCN's first propagation: ``(Â X (N, d), Â 1 (N, 1))``, so that
+    Â(X W₁ᵀ + 1 bᵀ) = (Â X) W₁ᵀ + (Â 1) bᵀ; computed once per graph instead of once per step."""
+    ones = torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)
+    return torch.sparse.mm(a_hat, x), torch.sparse.mm(a_hat, ones)
+
+
 class ViewGCN(nn.Module):
     """Structural branch of one view: H = Â · ReLU(Â X W₁) W₂ (two propagation steps).
 
-    ``forward(x (N, d_v), a_hat (N, N) sparse)`` returns ``H (N, z)``.
+    ``forward(x (N, d_v), a_hat (N, N) sparse, hop=None)`` returns ``H (N, z)``; ``hop`` is
+    ``first_hop(x, a_hat)`` when precomputed (the same H, one sparse product fewer per call).
     """
 
     def __init__(self, in_dim: int, hidden: int = 128, latent: int = 64):
@@ -51,8 +59,9 @@ class ViewGCN(nn.Module):
         self.lin1 = nn.Linear(in_dim, hidden)
         self.lin2 = nn.Linear(hidden, latent)
 
-    def forward(self, x: torch.Tensor, a_hat: torch.Tensor) -> torch.Tensor:
-        h = F.relu(torch.sparse.mm(a_hat, self.lin1(x)))
+    def forward(self, x: torch.Tensor, a_hat: torch.Tensor, hop=None) -> torch.Tensor:
+        ax, a1 = first_hop(x, a_hat) if hop is None else hop
+        h = F.relu(F.linear(ax, self.lin1.weight) + a1 * self.lin1.bias)
         return torch.sparse.mm(a_hat, self.lin2(h))
 
 
