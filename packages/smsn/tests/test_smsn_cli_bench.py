@@ -55,9 +55,25 @@ def test_cli_round_trip(tmp_path, capsys):
     assert err.startswith("error: --ckpt: expected a checkpoint") and "Traceback" not in err and err.count("\n") == 1
 
 
-def test_bench_smoke_schema(tmp_path):
-    result = BENCHMARK.run(scale="smoke", device="cpu", seed=0, out_dir=tmp_path)
-    d = result.to_dict()
+def test_bench_smoke_schema(tmp_path, monkeypatch):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        d = BENCHMARK.run(scale="smoke", device="cpu", seed=0, out_dir=tmp_path).to_dict()
+        # two single-thread worker processes (a budget of 2 threads) give the same rows in the same order
+        from iclr26_smsn import bench
+
+        used, real_map = [], bench.parallel_map
+        monkeypatch.setattr(bench, "parallel_map",
+                            lambda fn, items, jobs: used.append(jobs) or real_map(fn, items, jobs=jobs))
+        monkeypatch.setitem(bench.CONFIGS["smoke"], "workers", 2)
+        torch.set_num_threads(2)
+        rows2 = BENCHMARK.run(scale="smoke", device="cpu", seed=0, out_dir=tmp_path / "w2").to_dict()["rows"]
+    finally:
+        torch.set_num_threads(threads)
+    assert used == [2]
+    assert [{k: v for k, v in r.items() if k != "train_seconds"} for r in rows2] == \
+        [{k: v for k, v in r.items() if k != "train_seconds"} for r in d["rows"]]
     for key in ("benchmark", "package", "paper", "scale", "seed", "device", "versions", "seconds", "metrics",
                 "rows", "claims", "figures"):
         assert key in d
