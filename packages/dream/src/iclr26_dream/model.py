@@ -242,11 +242,19 @@ class DREAM(ClusterMixin, BaseEstimator):
         ``None`` for an absent branch."""
         mus = logvars = x_hats = hs = None
         if self.use_semantic:
-            outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
-            mus, logvars, x_hats = (list(t) for t in zip(*outs))
+            mus, logvars, x_hats = self._semantic_outputs(xs, rows)
         if self.use_structure:
-            hs = [gcn(x, a, hop) for gcn, x, (a, hop) in zip(self.gcns_, xs, a_hats)]
+            hs = self._structure_outputs(xs, a_hats)
         return mus, logvars, x_hats, hs
+
+    def _semantic_outputs(self, xs, rows=None):
+        """(mus, logvars, x_hats) of every view's VAE on the rows ``rows`` (all when None), each a list."""
+        outs = [vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)]
+        return tuple(list(t) for t in zip(*outs))
+
+    def _structure_outputs(self, xs, a_hats):
+        """Every view's GCN output over the whole graph, a list of ``(N, z)``."""
+        return [gcn(x, a, hop) for gcn, x, (a, hop) in zip(self.gcns_, xs, a_hats)]
 
     def _forward(self, xs, a_hats):
         """Branch outputs and the fused embedding of all rows: (mus, logvars, x_hats, hs, l, s, alpha_hat)."""
@@ -290,13 +298,11 @@ class DREAM(ClusterMixin, BaseEstimator):
         parts = []
         if self.use_semantic:
             def semantic(rows):
-                mus, logvars, x_hats = zip(*(vae(x if rows is None else x[rows]) for vae, x in zip(self.vaes_, xs)))
-                return self._semantic_loss(xs, mus, logvars, x_hats, rows)
+                return self._semantic_loss(xs, *self._semantic_outputs(xs, rows), rows)
             parts.append((self.vaes_, self.pretrain_batch_size, semantic))
         if self.use_structure:
             def structure(rows):
-                hs = [gcn(x, a, hop) for gcn, x, (a, hop) in zip(self.gcns_, xs, a_hats)]
-                return self._structure_loss(adjs, hs, rows)
+                return self._structure_loss(adjs, self._structure_outputs(xs, a_hats), rows)
             parts.append((self.gcns_, self.batch_size, structure))
         # foreach: one batched update over all tensors (same numbers as the per-tensor loop)
         opts = [torch.optim.Adam(module.parameters(), lr=self.lr, foreach=True) for module, _, _ in parts]
