@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, atomic_path, derive_seeds
+from iclr26_shared.device import current_threads, set_threads, worker_budget
+from iclr26_shared.parallel import parallel_map
 
 from .baselines import SeqVAE
 from .data import make_sprites, make_tones
@@ -99,26 +101,41 @@ def _make(cfg: Config, n: int, seed: int):
     return make_tones(n, frames=cfg.frames, seed=seed) if cfg.kind == "tones" else make_sprites(n, seed=seed)
 
 
-def _models(cfg: Config, elem_shape, device: str, seed: int) -> dict:
+MODELS = ("DiffSDA", "SeqVAE")  # the costlier first: balances the workers
+
+
+def _model(cfg: Config, name: str, elem_shape, device: str) -> tuple[torch.nn.Module, int, float | None]:
+    """Model ``name`` of ``MODELS`` (initialised from torch's global RNG), its training steps and gradient clip."""
     common = dict(s_dim=cfg.s_dim, d_dim=cfg.d_dim, hidden_dim=cfg.hidden_dim, backbone=cfg.backbone,
                   mlp_hidden=cfg.mlp_hidden, dropout=cfg.dropout)
-    torch.manual_seed(seed)
-    diff = DiffSDA(elem_shape, P_mean=cfg.P_mean, P_std=cfg.P_std, noise_repeats=cfg.noise_repeats,
-                   **common).to(device)
-    torch.manual_seed(seed)
-    vae = SeqVAE(elem_shape, sigma_x=0.1, **common).to(device)
-    return {"DiffSDA": (diff, cfg.steps, cfg.clip_grad), "SeqVAE": (vae, cfg.vae_steps, None)}
+    if name == "DiffSDA":
+        model = DiffSDA(elem_shape, P_mean=cfg.P_mean, P_std=cfg.P_std, noise_repeats=cfg.noise_repeats, **common)
+        return model.to(device), cfg.steps, cfg.clip_grad
+    if name == "SeqVAE":
+        return SeqVAE(elem_shape, sigma_x=0.1, **common).to(device), cfg.vae_steps, None
+    raise ValueError(f"name: expected one of {', '.join(MODELS)}, got {name!r}")
 
 
-def train_judges(cfg: Config, seed: int) -> dict[str, Judge]:
-    """The two judges, trained on ground-truth data of seed ``seed``: the package's MLP judge and an
+JUDGES = ("package", "independent")
+
+
+def make_judge(cfg: Config, seed: int, name: str) -> Judge:
+    """Judge ``name`` of ``JUDGES``, trained on ground-truth data of seed ``seed``: the package's MLP judge, or the
     independent one (gradient boosting on frames and, for tones, on the pitch track)."""
     data = _make(cfg, cfg.n_judge, seed)
-    package = train_judge(data, seed=seed, min_accuracy=cfg.judge_min_accuracy, max_iter=cfg.judge_max_iter)
-    track = {"dynamic_features": pitch_track} if cfg.kind == "tones" else {}
-    independent = train_judge(data, seed=seed, min_accuracy=cfg.judge_min_accuracy, max_iter=cfg.boost_rounds,
-                              classifier="boosting", **track)
-    return {"package": package, "independent": independent}
+    if name == "package":
+        return train_judge(data, seed=seed, min_accuracy=cfg.judge_min_accuracy, max_iter=cfg.judge_max_iter)
+    if name == "independent":
+        track = {"dynamic_features": pitch_track} if cfg.kind == "tones" else {}
+        return train_judge(data, seed=seed, min_accuracy=cfg.judge_min_accuracy, max_iter=cfg.boost_rounds,
+                           classifier="boosting", **track)
+    raise ValueError(f"name: expected one of {', '.join(JUDGES)}, got {name!r}")
+
+
+def train_judges(cfg: Config, seed: int, device: str = "cpu") -> dict[str, Judge]:
+    """The two judges of ``JUDGES`` (``make_judge``), trained side by side in worker processes (see ``fan_out``)."""
+    judges = fan_out({name: (make_judge, (cfg, seed, name)) for name in JUDGES}, device)
+    return {name: judges[name] for name in JUDGES}
 
 
 def loss_plateau(loss: list[float]) -> float:
@@ -128,38 +145,61 @@ def loss_plateau(loss: list[float]) -> float:
     return (prev - last) / max(abs(prev), 1e-12)
 
 
-def run_experiment(cfg: Config, device: str, seed: int, judges: dict[str, Judge]) -> dict:
-    """Trains DiffSDA and SeqVAE on the data of ``seed`` and evaluates both; returns the measurements by method.
+def train_eval(cfg: Config, name: str, seed: int, device: str, judges: dict[str, Judge]) -> dict:
+    """One job: trains model ``name`` on the data of ``seed`` and evaluates it with ``judges``.
 
-    Each row holds, for both judges (keys ``package_...``, ``independent_...``), the swap and control
-    accuracies, plus probes, training loss and time; DiffSDA's also its throughputs and inversion MSEs.
+    The job seeds torch's global RNG from ``seed`` before it builds the model (initialisation, then the training
+    noise), so its result depends on its arguments only, not on what ran before it in the process.
+
+    Returns ``{"model", "row", "test", "loss"}``: the row holds, for both judges (keys ``package_...``,
+    ``independent_...``), the swap and control accuracies, plus probes, training loss and time; DiffSDA's also
+    its throughputs and inversion MSEs; ``job_cpu_seconds`` is the CPU time of the whole job.
     """
+    cpu_start = time.process_time()
     train, test = (_make(cfg, n, 3 * seed + k) for k, n in enumerate((cfg.n_train, cfg.n_test)))
-    out: dict = {}
     sampler = dict(steps=cfg.heun_steps, seed=seed, shared_noise=cfg.shared_noise)
-    for name, (model, steps, clip) in _models(cfg, train.elem_shape, device, seed).items():
-        row: dict = {}
-        start = time.perf_counter()
-        hist = train_model(model, train.x, steps=steps, batch_size=cfg.batch_size, lr=cfg.lr,
-                           warmup=cfg.warmup, clip_grad=clip, seed=seed)
-        row["train_seconds"] = time.perf_counter() - start
-        row["final_loss"] = float(np.mean(hist["loss"][-max(1, steps // 10):]))
-        row["loss_plateau"] = loss_plateau(hist["loss"])
-        row.update(swap_accuracy(model, judges, test, n_pairs=cfg.n_pairs, **sampler))
-        row.update(control_accuracy(model, judges, test, n=cfg.n_controls, **sampler))
-        if cfg.probe_folds:
-            s, d = model.encode(test.x)
-            probes = probe_leakage(s, d, {**test.static, **test.dynamic}, folds=cfg.probe_folds, seed=seed)
-            row.update({f"probe_{k}": v for k, v in probes.items()})
-        if isinstance(model, DiffSDA):
-            row.update(_performance(model, test.x, cfg.heun_steps, cfg.shared_noise))
-            if cfg.n_inversion:
-                x_inv = test.x[: cfg.n_inversion]
-                row["recon_mse_inversion"] = reconstruction_mse(model, x_inv, steps=cfg.heun_steps, seed=seed)
-                row["recon_mse_fresh"] = reconstruction_mse(model, x_inv, steps=cfg.heun_steps, use_inversion=False,
-                                                            seed=seed)
-        out[name] = {"model": model, "row": row, "test": test, "loss": hist["loss"]}
-    return out
+    torch.manual_seed(seed)
+    model, steps, clip = _model(cfg, name, train.elem_shape, device)
+    row: dict = {}
+    start = time.perf_counter()
+    hist = train_model(model, train.x, steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, warmup=cfg.warmup,
+                       clip_grad=clip, seed=seed)
+    row["train_seconds"] = time.perf_counter() - start
+    row["final_loss"] = float(np.mean(hist["loss"][-max(1, steps // 10):]))
+    row["loss_plateau"] = loss_plateau(hist["loss"])
+    row.update(swap_accuracy(model, judges, test, n_pairs=cfg.n_pairs, **sampler))
+    row.update(control_accuracy(model, judges, test, n=cfg.n_controls, **sampler))
+    if cfg.probe_folds:
+        s, d = model.encode(test.x)
+        probes = probe_leakage(s, d, {**test.static, **test.dynamic}, folds=cfg.probe_folds, seed=seed)
+        row.update({f"probe_{k}": v for k, v in probes.items()})
+    if isinstance(model, DiffSDA):
+        row.update(_performance(model, test.x, cfg.heun_steps, cfg.shared_noise))
+        if cfg.n_inversion:
+            x_inv = test.x[: cfg.n_inversion]
+            row["recon_mse_inversion"] = reconstruction_mse(model, x_inv, steps=cfg.heun_steps, seed=seed)
+            row["recon_mse_fresh"] = reconstruction_mse(model, x_inv, steps=cfg.heun_steps, use_inversion=False,
+                                                        seed=seed)
+    row["job_cpu_seconds"] = time.process_time() - cpu_start
+    return {"model": model, "row": row, "test": test, "loss": hist["loss"]}
+
+
+def _task(args: tuple) -> tuple:
+    """``(key, fn(*fn_args))`` on ``threads`` CPU threads, for ``parallel_map``; ``args = (key, threads, fn, fn_args)``
+    (results arrive in any order)."""
+    key, threads, fn, fn_args = args
+    set_threads(threads)
+    return key, fn(*fn_args)
+
+
+def fan_out(tasks: dict, device: str) -> dict:
+    """Runs ``tasks`` (key -> (fn, args), submitted in their order: the costliest first) in as many worker processes
+    as the caller's ``--threads`` allow on the CPU, one thread each; on a GPU, or with one thread, one at a time in
+    this process. Returns key -> ``fn(*args)``. Every task seeds itself, so its result does not depend on where
+    it runs or what ran before it."""
+    workers = min(worker_budget(), len(tasks)) if device == "cpu" else 1
+    threads = max(1, current_threads() // workers)
+    return dict(parallel_map(_task, [(key, threads, fn, args) for key, (fn, args) in tasks.items()], jobs=workers))
 
 
 def _performance(model: DiffSDA, x: np.ndarray, steps: int, shared_noise: bool) -> dict[str, float]:
@@ -253,7 +293,7 @@ def _claims(scale: str, seeds: list[int], diff: list[dict], vae: list[dict]) -> 
 
 def _rows(prefix: str, seed: int, res: dict) -> list[dict]:
     return [{"method": f"{prefix}{name}", "seed": seed, **{k: float(v) for k, v in res[name]["row"].items()}}
-            for name in ("DiffSDA", "SeqVAE")]
+            for name in MODELS]
 
 
 def _curves(curves: dict[str, list[list[float]]], path: pathlib.Path) -> pathlib.Path:
@@ -282,20 +322,18 @@ def run_diffsda(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Re
     """Benchmark function: both models on ``Config.seeds`` seeds derived from ``seed``; claims over the seeds."""
     cfg = CONFIGS[scale]
     seeds = derive_seeds(seed, cfg.seeds)
-    judges = train_judges(cfg, 3 * seed + 2)
+    judges = train_judges(cfg, 3 * seed + 2, device)
     metrics = {f"judge_{j}_acc_{k}": v for j, judge in judges.items() for k, v in judge.heldout_accuracy.items()}
     rows: list[dict] = []
-    per_seed: dict[str, list[dict]] = {"DiffSDA": [], "SeqVAE": []}
-    curves: dict[str, list[list[float]]] = {"DiffSDA": [], "SeqVAE": []}
-    for i, s in enumerate(seeds):
-        res = run_experiment(cfg, device, s, judges)
-        rows.extend(_rows("", s, res))
-        for name in per_seed:
-            per_seed[name].append(res[name]["row"])
-            curves[name].append(res[name]["loss"])
-        if i == 0 and scale != "smoke":
-            swaps = _swap_figure(res["DiffSDA"]["model"], res["DiffSDA"]["test"].x, cfg.heun_steps, cfg.shared_noise,
-                                 out_dir / f"diffsda_swaps_{scale}.png")
+    done = fan_out({(name, s): (train_eval, (cfg, name, s, device, judges)) for name in MODELS for s in seeds}, device)
+    for s in seeds:  # the fixed (seed, model) order, whatever finished first
+        rows.extend(_rows("", s, {name: done[name, s] for name in MODELS}))
+    per_seed = {name: [done[name, s]["row"] for s in seeds] for name in MODELS}
+    curves = {name: [done[name, s]["loss"] for s in seeds] for name in MODELS}
+    if scale != "smoke":
+        first = done["DiffSDA", seeds[0]]
+        swaps = _swap_figure(first["model"], first["test"].x, cfg.heun_steps, cfg.shared_noise,
+                             out_dir / f"diffsda_swaps_{scale}.png")
     for name, prefix in (("DiffSDA", "diffsda"), ("SeqVAE", "seqvae")):
         for key in per_seed[name][0]:
             metrics[f"{prefix}_{key}"] = float(np.mean([r[key] for r in per_seed[name]]))
@@ -303,7 +341,8 @@ def run_diffsda(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Re
     if scale == "paper":
         for tag, change in PAPER_EXTRA.items():
             extra_cfg = replace(cfg, **change)
-            extra = run_experiment(extra_cfg, device, seeds[0], train_judges(extra_cfg, 3 * seed + 2))
+            extra_judges = train_judges(extra_cfg, 3 * seed + 2, device)
+            extra = {name: train_eval(extra_cfg, name, seeds[0], device, extra_judges) for name in MODELS}
             rows.extend(_rows(f"{tag}:", seeds[0], extra))
     claims = _claims(scale, seeds, per_seed["DiffSDA"], per_seed["SeqVAE"])
     return Result(metrics=metrics, rows=rows, claims=claims, figures=figures)
