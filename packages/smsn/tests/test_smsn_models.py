@@ -3,7 +3,7 @@ import pytest
 import torch
 from iclr26_smsn import SMSN, ParallelFusionNet, SMSNLoss, reorder_modalities, subset_masks
 from iclr26_smsn.bench import mask_leakage
-from iclr26_smsn.models import _upsampled_conv
+from iclr26_smsn.inference import channels_last, norm_act_, phase_kernels, run_layers, upsampled_conv
 
 WIDTHS = (4, 8, 8)
 
@@ -86,7 +86,7 @@ def test_decode_subset_equals_forward(name):
     x = torch.randn(3, 4, 16, 16)
     gen = torch.Generator().manual_seed(3)
     with torch.no_grad():
-        prepared = model.prepare_subsets(model.encode(x))
+        prepared = model.prepare_subsets(x)
         for avail in torch.as_tensor(subset_masks()):
             m = avail.expand(3, -1)
             ref = model(x * m[:, :, None, None], m).logits
@@ -105,7 +105,7 @@ def test_upsampled_conv_equals_upsample_then_conv(ndim):
     add = torch.randn(2, 3, *([10] * ndim), generator=gen)
     conv = torch.nn.functional.conv2d if ndim == 2 else torch.nn.functional.conv3d
     ref = conv(torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest"), weight, bias, padding=1) + add
-    assert torch.allclose(_upsampled_conv(x, weight, bias, add.clone()), ref, atol=1e-4, rtol=1e-5)
+    assert torch.allclose(upsampled_conv(x, phase_kernels(weight), bias, add.clone()), ref, atol=1e-4, rtol=1e-5)
 
 
 def test_decode_subset_equals_forward_3d():
@@ -113,8 +113,51 @@ def test_decode_subset_equals_forward_3d():
     model = SMSN(ndim=3, widths=(4, 8)).eval()
     x = torch.randn(2, 4, 8, 8, 8)
     with torch.no_grad():
-        prepared = model.prepare_subsets(model.encode(x))
+        prepared = model.prepare_subsets(x)
         for avail in torch.as_tensor(subset_masks())[[0, 6, 14]]:
             m = avail.expand(2, -1)
             ref = model(x * m[:, :, None, None, None], m).logits
             assert torch.allclose(model.decode_subset(prepared, avail), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("channels", [8, 64])  # both ways of the variance (Gram diagonal, squares)
+def test_norm_act_equals_instance_norm_then_leaky_relu(channels):
+    gen = torch.Generator().manual_seed(channels)
+    norm = torch.nn.InstanceNorm2d(channels, affine=True)
+    with torch.no_grad():
+        norm.weight.normal_(generator=gen)
+        norm.bias.normal_(generator=gen)
+        x = 3 * torch.randn(2, channels, 6, 10, generator=gen) + 1
+        ref = torch.nn.functional.leaky_relu(norm(x), 0.01)
+        for inp in (x.clone(), channels_last(x)):  # a copy for contiguous input, in place for channels-last
+            out = norm_act_(inp, norm.weight, norm.bias, norm.eps, 0.01)
+            assert out.is_contiguous(memory_format=torch.channels_last)
+            assert (out.data_ptr() == inp.data_ptr()) == inp.is_contiguous(memory_format=torch.channels_last)
+            assert torch.allclose(out, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_encoders_channels_last_equal_grouped_forward(ndim):
+    """Each modality's encoder run on its own (channels-last) equals the grouped-convolution encoder."""
+    torch.manual_seed(ndim)
+    model = SMSN(ndim=ndim, widths=(4, 8, 16)).eval()
+    x = torch.randn(2, 4, *([8] * ndim))
+    with torch.no_grad():
+        for fast, ref in zip(model.encoders.forward_channels_last(x), model.encode(x), strict=True):
+            assert fast.shape == ref.shape and torch.allclose(fast, ref, atol=1e-5)
+
+
+def test_run_layers_rejects_other_layers():
+    with pytest.raises(TypeError, match="layers"):
+        run_layers([torch.nn.ReLU()], torch.randn(1, 2, 4, 4))
+
+
+def test_stage_one_shared_by_test_time_orders():
+    """The 15 test-time orders have 10 distinct (position 1, position 2) pairs; stage I is computed once per pair."""
+    torch.manual_seed(0)
+    model = SMSN(widths=(4, 8, 16)).eval()
+    with torch.no_grad():
+        prepared = model.prepare_subsets(torch.randn(2, 4, 16, 16))
+        for avail in torch.as_tensor(subset_masks()):
+            model.decode_subset(prepared, avail)
+    assert len(prepared["fusion"][2]) == 10

@@ -28,10 +28,7 @@ class ZeroFilledUNet(nn.Module):
     def training_draws(self, mask, spatial, generator) -> dict:
         return {}
 
-    # evaluate_subsets: nothing is shared across subsets for an early-fusion network, so "encoding" is the input
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
+    # evaluate_subsets: nothing is shared across subsets for an early-fusion network
     def prepare_subsets(self, x: torch.Tensor) -> torch.Tensor:
         return x
 

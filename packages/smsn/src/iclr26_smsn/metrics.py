@@ -84,8 +84,8 @@ def evaluate_subsets(model, dataset, *, tta_orders: int = 1, batch_size: int = 1
 
     Each batch is encoded once (a modality's encoding does not depend on the others); what all subsets share
     (the skip half of the decoder's first convolutions, SMSN's modality tokens and their projections) is computed
-    once, then each subset is fused and decoded (``decode_subset``), which equals running the model on the
-    zero-filled input up to float rounding.
+    once (``prepare_subsets``), then each subset is fused and decoded channels-last (``decode_subset``), which
+    equals running the model on the zero-filled input up to float rounding.
 
     Args:
         model: ``SMSN`` or ``ParallelFusionNet``.
@@ -120,7 +120,7 @@ def evaluate_subsets(model, dataset, *, tta_orders: int = 1, batch_size: int = 1
             _check_labels(y, "dataset labels")
             gt = torch.stack([torch.as_tensor(np.isin(y, _REGION_LABELS[r])) for r in REGIONS], 1).flatten(2)
             model.check_input(x, torch.ones(x.shape[:2], dtype=torch.bool, device=device))
-            prepared = model.prepare_subsets(model.encode(x))
+            prepared = model.prepare_subsets(x)
             rows, hd_rows = [], []
             for avail in masks:
                 if tta_orders == 1 or not isinstance(model, SMSN):

@@ -6,13 +6,13 @@ the deepest features ``x_i (B, C, h, w[, d])`` are fused into one bottleneck map
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .inference import channels_last, conv, phase_kernels, run_layers, upsampled_conv
 from .losses import kl_standard_normal, masked_recon_loss, orthogonality_loss
 
 # Test-time priority of the reference modality: FLAIR, T1ce, T2, T1 (indices into MODALITIES).
@@ -65,6 +65,20 @@ class _Encoders(nn.Module):
             feats.append(x.reshape(x.shape[0], self.m, self.widths[i], *x.shape[2:]))
         return feats
 
+    def forward_channels_last(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """``forward`` for inference (equal up to float rounding), each modality's encoder on its own, channels-last.
+        Per level ``(B, M, w_l, *S_l)``, stored as ``(B, M, *S_l, w_l)``: ``flatten(0, 1)`` and every modality's
+        slice are channels-last views."""
+        feats: list[torch.Tensor] = []
+        for i in range(self.m):
+            h = channels_last(x[:, i:i + 1])
+            for level, block in enumerate(self.blocks):
+                h = run_layers(block, h if level == 0 else self.pool(h), group=i, groups=self.m)
+                if i == 0:
+                    feats.append(h.new_empty(len(h), self.m, *h.shape[2:], h.shape[1]))
+                feats[level][:, i] = h.movedim(1, -1)
+        return [f.movedim(-1, 2) for f in feats]
+
 
 class _Decoder(nn.Module):
     """U-Net decoder: bottleneck ``(B, w_L, ...)`` plus skips -> logits ``(B, n_classes, S...)``."""
@@ -84,57 +98,34 @@ class _Decoder(nn.Module):
         return self.head(x)
 
     def skip_terms(self, feats: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The skip half of each block's first convolution, per modality (no bias).
+        """The skip half of each block's first convolution, per modality (no bias), channels-last.
 
-        ``feats`` per level ``(B, M, w_l, *S_l)`` -> per block (deepest first) ``(B, M, w_l, *S_l)``. The
+        ``feats`` per level ``(B, M, w_l, *S_l)`` -> per block (deepest first) ``(B, M, *S_l, w_l)``. The
         convolution is linear, so the available-modality mean of these equals the skip half applied to the
         mean skip: computed once for all 15 subsets (``forward_terms``).
         """
-        conv_fn = F.conv2d if self.ndim == 2 else F.conv3d
         terms = []
         for block, f in zip(self.blocks, reversed(feats[:-1])):
-            conv = block[0]
-            out = conv_fn(f.flatten(0, 1), conv.weight[:, -f.shape[2]:], None, padding=conv.padding)
-            terms.append(out.reshape(*f.shape[:2], *out.shape[1:]))
+            first = block[0]
+            out = conv(channels_last(f.flatten(0, 1)), first.weight[:, -f.shape[2]:], None, first.padding)
+            terms.append(out.movedim(1, -1).reshape(*f.shape[:2], *out.shape[2:], out.shape[1]))
         return terms
 
-    def forward_terms(self, bottleneck: torch.Tensor, terms: list[torch.Tensor]) -> torch.Tensor:
-        """``forward`` with the skips given as their fused first-convolution terms ``(B, w_l, *S_l)`` (overwritten);
-        each term's size must be twice the coarser level's (``check_input`` ensures it)."""
-        x = bottleneck
-        for block, term in zip(self.blocks, terms):
-            conv = block[0]
-            x = block[1:](_upsampled_conv(x, conv.weight[:, : x.shape[1]], conv.bias, term))
-        return self.head(x)
+    def phase_kernels(self) -> list[torch.Tensor]:
+        """Per block, ``inference.phase_kernels`` of the up-sampled half of its first convolution (``forward_terms``):
+        that convolution maps (up-sampled w_{l+1}, skip w_l) channels to w_l."""
+        return [phase_kernels(b[0].weight[:, : b[0].in_channels - b[0].out_channels]) for b in self.blocks]
 
-
-# Per axis, the two taps of a 3-tap kernel seen by output phase 0 (even) / 1 (odd) after 2× nearest up-sampling:
-# phase 0 reads the coarse voxels (i-1, i) with weights (w0, w1 + w2); phase 1 reads (i, i+1) with (w0 + w1, w2).
-_PHASE_TAPS = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])
-
-
-def _upsampled_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, add: torch.Tensor) -> torch.Tensor:
-    """``conv(nearest_upsample_2x(x), weight, bias, padding=1) + add`` without up-sampling: ``x (B, C, *s)``,
-    ``weight (O, C, 3, ...)``, ``bias (O,)``, ``add (B, O, *2s)`` (overwritten: the result) -> ``(B, O, *2s)``. Each
-    output phase (even/odd index per axis) is a 2-tap convolution of the coarse ``x`` with summed weights:
-    2^ndim·2^ndim instead of 3^ndim·2^ndim multiply-adds per coarse voxel (equal up to float rounding)."""
-    ndim = x.ndim - 2
-    taps = _PHASE_TAPS.to(weight)
-    phases = list(itertools.product((0, 1), repeat=ndim))
-    kernels = []
-    for phase in phases:
-        k = weight
-        for axis, a in enumerate(phase):  # contract the 3 taps of this axis to its 2 phase taps
-            k = torch.movedim(torch.movedim(k, 2 + axis, -1) @ taps[a].T, -1, 2 + axis)
-        kernels.append(k)
-    conv_fn = F.conv2d if ndim == 2 else F.conv3d
-    out = conv_fn(x, torch.cat(kernels), None, padding=1)  # (B, P·O, *(s + 1)); phase a starts at index a
-    o, size = weight.shape[0], x.shape[2:]
-    y = add.add_(bias.reshape(-1, *([1] * ndim)))
-    for p, phase in enumerate(phases):
-        y[(slice(None), slice(None), *(slice(a, None, 2) for a in phase))] += \
-            out[(slice(None), slice(p * o, (p + 1) * o), *(slice(a, a + n) for a, n in zip(phase, size)))]
-    return y
+    def forward_terms(self, bottleneck: torch.Tensor, terms: list[torch.Tensor],
+                      kernels: list[torch.Tensor]) -> torch.Tensor:
+        """Eval-mode ``forward`` with the skips given as their fused first-convolution terms ``(B, w_l, *S_l)``
+        (channels-last, overwritten) and ``kernels = phase_kernels()``, channels-last throughout; each term's size
+        must be twice the coarser level's (``check_input`` ensures it). Returns channels-last logits
+        ``(B, n_classes, *S)``."""
+        x = channels_last(bottleneck)
+        for block, term, k in zip(self.blocks, terms, kernels):
+            x = run_layers(block[1:], upsampled_conv(x, k, block[0].bias, term))
+        return run_layers([self.head], x)
 
 
 def _expand(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -239,9 +230,13 @@ class _Backbone(nn.Module):
         fused, aux = self.fuse(feats[-1], mask, order)
         return SegOutput(self.decoder(fused, skips), aux)
 
-    def prepare_subsets(self, feats: list[torch.Tensor]) -> dict:
-        """What every subset's evaluation shares, from ``encode`` of the full input (see ``decode_subset``)."""
-        return {"feats": feats, "terms": self.decoder.skip_terms(feats), "fusion": self._fusion_cache(feats[-1])}
+    def prepare_subsets(self, x: torch.Tensor) -> dict:
+        """What every subset's evaluation of ``x (B, M, *S)`` (full input, checked by ``check_input``) shares: the
+        encoding (``_Encoders.forward_channels_last``), the decoder's per-modality skip terms and phase kernels and
+        the fusion's per-modality cache. Pass the result to ``decode_subset``."""
+        feats = self.encoders.forward_channels_last(x)
+        return {"bottleneck": feats[-1], "terms": self.decoder.skip_terms(feats),
+                "kernels": self.decoder.phase_kernels(), "fusion": self._fusion_cache(feats[-1])}
 
     def _fusion_cache(self, x: torch.Tensor):
         return None
@@ -251,20 +246,21 @@ class _Backbone(nn.Module):
         return self.fuse(x, avail.expand(len(x), -1), order)[0]
 
     def decode_subset(self, prepared: dict, avail: torch.Tensor, order: torch.Tensor | None = None) -> torch.Tensor:
-        """Eval-mode logits ``(B, n_classes, *S)`` for the subset ``avail (M,)`` bool (same for the whole batch).
+        """Eval-mode logits ``(B, n_classes, *S)`` (channels-last) for the subset ``avail (M,)`` bool (same for
+        the whole batch).
 
-        Equals ``forward(x, mask)`` (up to float rounding) with ``prepared = prepare_subsets(encode(x))``:
-        a modality's encoding does not depend on the others, and masked modalities never reach the output.
+        Equals ``forward(x, mask)`` (up to float rounding) with ``prepared = prepare_subsets(x)``: a modality's
+        encoding does not depend on the others, and masked modalities never reach the output.
         """
         idx = avail.nonzero().flatten().tolist()
         terms = []
-        for t in prepared["terms"]:  # the mean over the available modalities, into a new tensor
-            mean = t[:, idx[0]].clone()
-            for i in idx[1:]:
+        for t in prepared["terms"]:  # (B, M, *S, w): the mean over the available modalities, into a new tensor
+            mean = t[:, idx[0]].clone() if len(idx) == 1 else t[:, idx[0]] + t[:, idx[1]]
+            for i in idx[2:]:
                 mean += t[:, i]
-            terms.append(mean.div_(len(idx)))
-        return self.decoder.forward_terms(self.fuse_subset(prepared["feats"][-1], avail, prepared["fusion"], order),
-                                          terms)
+            terms.append(mean.div_(len(idx)).movedim(-1, 1))
+        fused = self.fuse_subset(prepared["bottleneck"], avail, prepared["fusion"], order)
+        return self.decoder.forward_terms(fused, terms, prepared["kernels"])
 
     def forward(self, x: torch.Tensor, mask, *, order: torch.Tensor | None = None) -> SegOutput:
         """Segments ``x (B, M, *S)`` using only the modalities with ``mask (B, M)`` true.
@@ -345,27 +341,44 @@ class IBFM(nn.Module):
 
     def position_terms(self, x: torch.Tensor) -> torch.Tensor:
         """The first convolutions of f1 and f2 split by input (they are linear): the contribution (no bias) of every
-        modality's features ``x (B, M, C, *s)`` at each of the four positions -> ``(B, 4, M, C_z, *s)``, computed
+        modality's features ``x (B, M, C, *s)`` at each of the four positions -> ``(4, B, M, *s, C_z)``, computed
         once for all subsets and orders (``eval_z2``)."""
         c, latent = x.shape[2], self.latent
         w1, w2 = self.f1[0].weight, self.f2[0].weight
         weight = torch.cat([w1[:, :c], w1[:, c:], w2[:, latent:latent + c], w2[:, latent + c:]])
-        conv_fn = F.conv2d if x.ndim == 5 else F.conv3d
-        out = conv_fn(x.flatten(0, 1), weight, None, padding=self.f1[0].padding)
-        return out.reshape(*x.shape[:2], 4, latent, *x.shape[3:]).transpose(1, 2)
+        out = conv(channels_last(x.flatten(0, 1)), weight, None, self.f1[0].padding)
+        return out.movedim(1, -1).reshape(*x.shape[:2], *x.shape[3:], 4, latent).movedim(-2, 0).contiguous()
 
-    def eval_z2(self, terms: torch.Tensor, order: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    def _mu(self, head: nn.Sequential, pre: torch.Tensor) -> torch.Tensor:
+        """Eval-mode μ half of ``head`` (f1 or f2) from its first convolution's output ``pre (B, C_z, *s)``."""
+        last = head[-1]
+        return conv(run_layers(head[1:-1], pre), last.weight[: self.latent], last.bias[: self.latent], 0)
+
+    def eval_z2(self, terms: torch.Tensor, order: torch.Tensor, m: torch.Tensor,
+                memo: dict | None = None) -> torch.Tensor:
         """Eval-mode ``forward(...)["z2"]`` (z = μ) from ``terms = position_terms(x)`` of the unordered features,
-        ``order (B, 4)`` and the re-ordered mask ``m (B, 4)``; equal up to float rounding. Returns ``(B, C_z, *s)``."""
-        b = terms.shape[0]
-        idx = order.reshape(b, 4, 1, *([1] * (terms.ndim - 3))).expand(-1, -1, 1, *terms.shape[3:])
-        at = torch.gather(terms, 2, idx).squeeze(2)  # (B, 4, C_z, *s): position p holds modality order[:, p]
-        at = at * _expand(m, at)  # a missing modality contributes 0
-        conv1, conv2 = self.f1[0], self.f2[0]
-        mu1 = self.f1[1:](at[:, 0] + at[:, 1] + conv1.bias.reshape(-1, *([1] * (at.ndim - 3)))).chunk(2, dim=1)[0]
-        conv_fn = F.conv2d if mu1.ndim == 4 else F.conv3d
-        pre2 = conv_fn(mu1, conv2.weight[:, : self.latent], conv2.bias, padding=conv2.padding) + at[:, 2] + at[:, 3]
-        return self.f2[1:](pre2).chunk(2, dim=1)[0]
+        ``order (B, 4)`` and the re-ordered mask ``m (B, 4)``; equal up to float rounding. Returns channels-last
+        ``(B, C_z, *s)``. Stage I and its part of stage II's first convolution depend only on positions 1–2; when
+        ``order`` and ``m`` are the same for the whole batch they are kept in ``memo`` (one dict per ``terms``) for
+        the subsets that share those positions (10 distinct among the 15 test-time orders)."""
+        n_mod = terms.shape[2]
+        first = torch.arange(len(order), device=order.device) * n_mod  # row of sample i's first modality
+
+        def at(p: int) -> torch.Tensor:  # (B, *s, C_z): the contribution at position p (0 for a missing modality)
+            t = terms[p].flatten(0, 1).index_select(0, first + order[:, p])
+            return t.mul_(m[:, p].to(t.dtype).reshape(-1, *([1] * (t.ndim - 1))))
+
+        key = None
+        if memo is not None and bool((order == order[0]).all()) and bool((m == m[0]).all()):
+            key = (*order[0, :2].tolist(), *m[0, :2].tolist())
+        stage1 = None if key is None else memo.get(key)
+        if stage1 is None:
+            conv1, conv2 = self.f1[0], self.f2[0]
+            mu1 = self._mu(self.f1, (at(0) + at(1) + conv1.bias).movedim(-1, 1))
+            stage1 = conv(mu1, conv2.weight[:, : self.latent], conv2.bias, conv2.padding)
+            if key is not None:
+                memo[key] = stage1
+        return self._mu(self.f2, stage1 + (at(2) + at(3)).movedim(-1, 1))
 
 
 class SpecificExtractor(nn.Module):
@@ -391,35 +404,37 @@ class SpecificExtractor(nn.Module):
         out = self.block(tokens, src_key_padding_mask=pad)
         return out[:, : m * n].reshape(b, m, n, c).transpose(2, 3).reshape(b, m, c, *spatial)
 
-    def modality_cache(self, xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tokens ``(B, M, n, C)`` and their pre-LN query/key/value projections ``(B, M, n, 3C)`` of the full
-        features ``xs (B, M, C, *s)``: they do not depend on the subset (``forward_subset``)."""
-        tokens = xs.flatten(3).transpose(2, 3)
+    def modality_cache(self, xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """What ``fused_subset`` needs of the full features ``xs (B, M, C, *s)``, independent of the subset: the tokens
+        ``(M, B, n, C)`` and their pre-LN query, key and value projections ``(M, B, heads, n, C / heads)`` each."""
+        b, m, c = xs.shape[:3]
+        tokens = xs.movedim(2, -1).reshape(b, m, -1, c).transpose(0, 1).contiguous()
         attn = self.block.self_attn
-        return tokens, F.linear(self.block.norm1(tokens), attn.in_proj_weight, attn.in_proj_bias)
+        qkv = F.linear(self.block.norm1(tokens), attn.in_proj_weight, attn.in_proj_bias)
+        h = attn.num_heads
+        return tokens, *qkv.reshape(m, b, -1, 3, h, c // h).permute(3, 0, 1, 4, 2, 5).contiguous().unbind(0)
 
-    def forward_subset(self, cache: tuple[torch.Tensor, torch.Tensor], z2: torch.Tensor,
-                       avail: torch.Tensor) -> torch.Tensor:
-        """``forward`` restricted to the outputs that are used: tokens of the available modalities ``avail (M,)``
-        as queries, those and the tokens of ``z2 (B, C, *s)`` as keys. Returns ``(B, k, C, *s)`` for the k
-        available modalities. Equal (up to rounding) to ``forward`` in eval mode, where masked keys get weight 0."""
-        tokens, qkv = cache
+    def fused_subset(self, cache: tuple[torch.Tensor, ...], z2: torch.Tensor, avail: torch.Tensor) -> torch.Tensor:
+        """SMSN's eval-mode fused map, the mean over the available modalities of ``forward(...) + z2``, computing
+        only what it uses: tokens of the available modalities ``avail (M,)`` as queries, those and the tokens of
+        ``z2 (B, C, *s)`` as keys (``forward`` gives masked keys weight 0). ``cache = modality_cache(xs)``.
+        Returns channels-last ``(B, C, *s)``, equal up to float rounding."""
         layer, attn = self.block, self.block.self_attn
-        b, _, n, c = tokens.shape
         idx = avail.nonzero().flatten()
-        k, h = len(idx), attn.num_heads
-        t = tokens[:, idx].reshape(b, k * n, c)
-        q, kx, vx = qkv[:, idx].reshape(b, k * n, 3 * c).chunk(3, dim=-1)
-        zt = z2.flatten(2).transpose(1, 2)
-        kz, vz = F.linear(layer.norm1(zt), attn.in_proj_weight[c:], attn.in_proj_bias[c:]).chunk(2, dim=-1)
+        tokens, q, kx, vx = (a.index_select(0, idx) for a in cache)  # (k, B, ...) for the k available modalities
+        k, b, n, c = tokens.shape
+        h = attn.num_heads
+        zt = z2.movedim(1, -1).reshape(b, n, c)
+        kz, vz = F.linear(layer.norm1(zt), attn.in_proj_weight[c:], attn.in_proj_bias[c:]).reshape(
+            b, n, 2, h, c // h).permute(2, 0, 3, 1, 4).unbind(0)  # (B, heads, n, C / heads) each
 
-        def heads(a: torch.Tensor) -> torch.Tensor:
-            return a.reshape(b, -1, h, c // h).transpose(1, 2)
+        def keys(a: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # (k, B, heads, n, d) + z -> (B, heads, (k+1)n, d)
+            return torch.cat([*a.unbind(0), z], dim=2)
 
-        out = F.scaled_dot_product_attention(heads(q), heads(torch.cat([kx, kz], 1)), heads(torch.cat([vx, vz], 1)))
-        y = t + attn.out_proj(out.transpose(1, 2).reshape(b, k * n, c))
+        out = F.scaled_dot_product_attention(torch.cat(q.unbind(0), dim=2), keys(kx, kz), keys(vx, vz))
+        y = tokens + attn.out_proj(out.reshape(b, h, k, n, c // h).permute(2, 0, 3, 1, 4).reshape(k, b, n, c))
         y = y + layer.linear2(layer.activation(layer.linear1(layer.norm2(y))))
-        return y.reshape(b, k, n, c).transpose(2, 3).reshape(b, k, c, *z2.shape[2:])
+        return y.mean(0).add_(zt).reshape(b, *z2.shape[2:], c).movedim(-1, 1)
 
 
 class SMSN(_Backbone):
@@ -488,16 +503,16 @@ class SMSN(_Backbone):
         return x, torch.gather(x, 1, idx.expand(-1, -1, *x.shape[2:])), torch.gather(mask, 1, order), order
 
     def _fusion_cache(self, x: torch.Tensor):
-        return self.extractor.modality_cache(x), self.ibfm.position_terms(x)
+        return self.extractor.modality_cache(x), self.ibfm.position_terms(x), {}
 
     def fuse_subset(self, x: torch.Tensor, avail: torch.Tensor, cache, order: torch.Tensor | None) -> torch.Tensor:
         """Eval-mode ``fuse`` of one subset without the loss terms (no reconstruction, no orthogonality): the IBFM
         from its per-position first-convolution terms (``IBFM.eval_z2``), the specific-feature block on the
-        available tokens only (``SpecificExtractor.forward_subset``)."""
+        available tokens only (``SpecificExtractor.fused_subset``)."""
         mask = avail.expand(len(x), -1)
         order = reorder_modalities(mask, random=False) if order is None else order
-        z2 = self.z_proj(self.ibfm.eval_z2(cache[1], order, torch.gather(mask, 1, order)))
-        return (self.extractor.forward_subset(cache[0], z2, avail) + z2.unsqueeze(1)).mean(1)
+        z2 = self.z_proj(self.ibfm.eval_z2(cache[1], order, torch.gather(mask, 1, order), cache[2]))
+        return self.extractor.fused_subset(cache[0], z2, avail)
 
     def fuse(self, x: torch.Tensor, mask: torch.Tensor, order: torch.Tensor | None):
         """``x (B, 4, C, *s)`` -> fused ``(B, C, *s)`` and aux (kl, recon, orth, z1, z2, order)."""
