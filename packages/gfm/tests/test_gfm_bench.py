@@ -1,9 +1,11 @@
 """The benchmark's claims: the quality claims are paired over derived seeds and fail for a worse method."""
+import dataclasses
 import math
 
 import numpy as np
+import pytest
 import torch
-from iclr26_gfm.bench import BENCHMARK, CONFIGS, _claims, _test_nll
+from iclr26_gfm.bench import BENCHMARK, CONFIGS, _claims, _run_seeds, _test_nll
 from iclr26_shared.bench import derive_seeds
 
 METHODS = ("GFM(reflect)", "GFM(specular)", "PlainFM", "ProjectedFM", "RejectionFM", "ReflectedFM",
@@ -76,3 +78,21 @@ def test_smoke_pairs_the_quality_claims_over_two_derived_seeds(tmp_path):
         assert rows[method]["nll_points"] > 0 and math.isfinite(rows[method]["nll_common"])
     assert "nll" not in rows["ReflectedFM"] and "nll" not in rows["ProjectedFM"]
     assert math.isfinite(result.metrics["test_nll_gfm"])
+
+
+@pytest.mark.slow
+def test_rows_do_not_depend_on_the_number_of_workers():
+    """Trainings and evaluations in two worker processes give the rows of one process, bit for bit."""
+    cfg = dataclasses.replace(CONFIGS["smoke"], train_steps=20, lshape_steps=10, n_sample=200, n_truth=200,
+                              n_timing=50, n_mmd=50, n_nll=50)
+    seeds = derive_seeds(2, 2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one, two = (_run_seeds(cfg, seeds, "cpu", workers, 1) for workers in (1, 2))
+    finally:
+        torch.set_num_threads(threads)
+    clocks = ("timing_seconds", "sample_seconds", "train_seconds")
+    assert [{k: v for k, v in r.items() if k not in clocks} for r in one] == \
+        [{k: v for k, v in r.items() if k not in clocks} for r in two]
+    assert {r["method"] for r in one} >= set(METHODS) and len(one) == len(two)

@@ -209,6 +209,37 @@ def test_ot_pairing_is_the_optimal_matching():
     assert torch.equal(torch.sort(paired, dim=0).values, torch.sort(z1, dim=0).values)   # a permutation of z1
 
 
+def test_ot_pairing_in_blocks_is_optimal_within_each_block_including_a_partial_one():
+    import itertools
+
+    from iclr26_gfm.model import ot_pairing
+
+    g = torch.Generator().manual_seed(5)
+    z0, z1 = torch.randn(8, 2, generator=g), torch.randn(8, 2, generator=g)
+    paired = ot_pairing(z0, z1, block=3)                         # blocks 0:3, 3:6 and the partial 6:8
+    for lo, hi in ((0, 3), (3, 6), (6, 8)):
+        a, b = z0[lo:hi], z1[lo:hi]
+        best = min(float((a - b[list(p)]).pow(2).sum()) for p in itertools.permutations(range(hi - lo)))
+        assert abs(float((a - paired[lo:hi]).pow(2).sum()) - best) < 1e-5
+        assert torch.equal(torch.sort(paired[lo:hi], dim=0).values, torch.sort(b, dim=0).values)
+
+
+def test_sliced_w2_to_a_fixed_reference_matches_a_direct_computation():
+    from iclr26_gfm.metrics import SlicedW2To
+
+    g = torch.Generator().manual_seed(2)
+    Y = torch.rand(300, 3, generator=g, dtype=torch.float64)
+    ref = SlicedW2To(Y, 64, seed=1)
+    for shift in (0.0, 0.3):                                     # the reference is reused, not consumed
+        X = torch.rand(300, 3, generator=g, dtype=torch.float64) + shift
+        th = ref.theta.numpy()
+        px, py = np.sort(X.numpy() @ th, axis=0), np.sort(Y.numpy() @ th, axis=0)
+        assert abs(ref(X) - float(np.sqrt(((px - py) ** 2).mean()))) < 1e-12
+        assert ref(X) == sliced_wasserstein(X, Y, 64, seed=1)
+    with pytest.raises(ValueError, match="columns"):
+        ref(torch.rand(5, 2, dtype=torch.float64))
+
+
 def test_off_centre_polytope_warns():
     from iclr26_gfm import Polytope
 

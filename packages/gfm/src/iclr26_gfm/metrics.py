@@ -50,19 +50,36 @@ def near_boundary_fraction(C: Polytope, X, dist: float = 0.01, faces: int = 1) -
 def sliced_wasserstein(X, Y, n_projections: int = 512, seed: int = 0) -> float:
     """Sliced Wasserstein-2 distance ``sqrt(E_θ W₂²(θᵀX, θᵀY))`` over ``n_projections`` random directions.
 
-    Unequal sample sizes are compared through ``max(n, m)`` matched quantiles.
+    Unequal sample sizes are compared through ``max(n, m)`` matched quantiles. To compare many samples with the same
+    ``Y``, :class:`SlicedW2To` sorts ``Y``'s projections once (same values).
     """
-    X64, Y64 = check_data(X, name="X"), check_data(Y, name="Y")
-    if X64.shape[1] != Y64.shape[1]:
-        raise ValueError(f"Y: expected {X64.shape[1]} columns like X, got {Y64.shape[1]}")
-    g = torch.Generator().manual_seed(seed)
-    theta = torch.randn(X64.shape[1], n_projections, generator=g, dtype=torch.float64)
-    theta /= torch.linalg.norm(theta, dim=0, keepdim=True)
-    # one contiguous row per direction: sorting along the last dimension is the fast path
-    px, py = (torch.sort((Z @ theta).T.contiguous(), dim=1).values for Z in (X64, Y64))
-    m = max(px.shape[1], py.shape[1])
-    px, py = _sorted_quantiles(px, m), _sorted_quantiles(py, m)
-    return float(((px - py) ** 2).mean().sqrt())
+    return SlicedW2To(Y, n_projections, seed)(X)
+
+
+class SlicedW2To:
+    """``SlicedW2To(Y, n_projections, seed)(X) == sliced_wasserstein(X, Y, n_projections, seed)`` for a fixed
+    reference ``Y`` ``(m, d)``, whose sorted projections ``(n_projections, m)`` are computed once."""
+
+    def __init__(self, Y, n_projections: int = 512, seed: int = 0):
+        Y64 = check_data(Y, name="Y")
+        g = torch.Generator().manual_seed(seed)
+        theta = torch.randn(Y64.shape[1], n_projections, generator=g, dtype=torch.float64)
+        self.theta = theta / torch.linalg.norm(theta, dim=0, keepdim=True)
+        self.y_sorted = self._sorted(Y64)
+
+    def _sorted(self, Z: Tensor) -> Tensor:
+        # one contiguous row per direction: sorting along the last dimension is the fast path
+        return torch.sort((Z @ self.theta).T.contiguous(), dim=1).values
+
+    def __call__(self, X) -> float:
+        """The distance from ``X`` ``(n, d)`` to ``Y``."""
+        X64 = check_data(X, name="X")
+        if X64.shape[1] != self.theta.shape[0]:
+            raise ValueError(f"Y: expected {X64.shape[1]} columns like X, got {self.theta.shape[0]}")
+        px, py = self._sorted(X64), self.y_sorted
+        m = max(px.shape[1], py.shape[1])
+        px, py = _sorted_quantiles(px, m), _sorted_quantiles(py, m)
+        return float(((px - py) ** 2).mean().sqrt())
 
 
 def _sorted_quantiles(p: Tensor, m: int) -> Tensor:
