@@ -84,3 +84,16 @@ def test_full_scale_dense_claim_pairs_base_with_random_init(base_miou, holds):
     dense = claims["dense_features_learnt"]
     assert dense.holds is holds
     assert dense.per_seed["values"] == pytest.approx([100 * (base_miou + 0.01 * i - r) for i, r in enumerate(rnd)])
+
+
+@pytest.mark.parametrize("scale, holds", [("full", True), ("paper", False)])
+def test_central_margin_is_zero_at_full_and_the_specs_one_point_at_paper(scale, holds):
+    # a steady +0.5-point gain: above issue 42's bar at full (interval's low end > 0), below the spec's +1 at paper
+    per_seed = [{"base": {"miou": 0.30 + 0.01 * i, "cls_acc": 0.8}, "spec": {"miou": 0.305 + 0.01 * i + 0.0001 * i,
+                 "cls_acc": 0.8}, "random_init": {"miou": 0.2, "cls_acc": 0.3}} for i in range(4)]
+    rows = {"random_init": {"miou": 0.2, "cls_acc": 0.3},
+            "base": {"cls_patch_pre": 0.5, "cls_patch_post": 0.1, "patch_patch_post": 0.4}}
+    claims = {c.name: c for c in _main_claims(scale, rows, per_seed, [0, 1, 2, 3], {
+        "base_params": 307_392, "extra_params": 25_728, "param_ratio": 0.0837, "flops_base": 1, "flops_spec": 1,
+        "flops_base_48px": 2, "flops_spec_48px": 2, "from_base_max_abs_diff": 0.0})}
+    assert claims["central_miou_gain"].holds is holds

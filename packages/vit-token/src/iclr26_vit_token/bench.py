@@ -202,7 +202,10 @@ def _main_claims(scale: str, rows: dict[str, dict[str, Any]], per_seed: list, se
     if scale == "smoke":
         return claims
     strict = scale in ("full", "paper")
-    gain_margin, acc_margin = (1.0, -1.0) if strict else (0.0, -2.0)
+    # central margin: 0 at quick and full (issue 42: over ~10 paired seeds the claim holds when the interval's low
+    # end is > 0), the spec's +1.0 at paper
+    gain_margin = 1.0 if scale == "paper" else 0.0
+    acc_margin = -1.0 if strict else -2.0
     miou = {m: [100 * r[m]["miou"] for r in per_seed] for m in ("base", "spec")}
     acc = {m: [100 * r[m]["cls_acc"] for r in per_seed] for m in ("base", "spec")}
     claims.append(Claim.paired("central_miou_gain", "> +2 mIoU from specialisation (linear segmentation probe)",
