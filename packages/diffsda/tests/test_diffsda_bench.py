@@ -3,14 +3,16 @@ worker processes."""
 import numpy as np
 import pytest
 import torch
-from iclr26_diffsda.bench import CONFIGS, JUDGES, MODELS, _make, _task, make_judge, train_eval
-from iclr26_shared.parallel import parallel_map
+from iclr26_diffsda.bench import CONFIGS, JUDGES, MODELS, _make, make_judge, train_eval
+from iclr26_shared.parallel import fan_out
 
 TIMINGS = {"train_seconds", "job_cpu_seconds", "encode_seq_per_s", "decode_seq_per_s"}
 
 
 def _run(tasks: list[tuple], jobs: int) -> dict:
-    return dict(parallel_map(_task, [(key, 1, fn, args) for key, fn, args in tasks], jobs=jobs))
+    """The tasks under a budget of ``jobs`` threads: in this process (1) or in ``jobs`` one-thread workers."""
+    torch.set_num_threads(jobs)
+    return fan_out({key: (fn, args) for key, fn, args in tasks}, device="cpu")
 
 
 @pytest.mark.slow  # two worker processes import torch

@@ -61,10 +61,11 @@ def test_bench_smoke_schema(tmp_path, monkeypatch):
     try:
         d = BENCHMARK.run(scale="smoke", device="cpu", seed=0, out_dir=tmp_path).to_dict()
         # two single-thread worker processes (a budget of 2 threads) give the same rows in the same order
+        from iclr26_shared import parallel
         from iclr26_smsn import bench
 
-        used, real_map = [], bench.parallel_map
-        monkeypatch.setattr(bench, "parallel_map",
+        used, real_map = [], parallel.parallel_map
+        monkeypatch.setattr(parallel, "parallel_map",
                             lambda fn, items, jobs: used.append(jobs) or real_map(fn, items, jobs=jobs))
         monkeypatch.setitem(bench.CONFIGS["smoke"], "workers", 2)
         torch.set_num_threads(2)

@@ -4,12 +4,17 @@
 completion order. ``backend``: ``"local"`` (joblib's loky processes; ``jobs=1`` runs in this process),
 ``"dask"`` (a ``dask.distributed`` cluster through joblib's dask backend) or ``"ray"`` (Ray's joblib backend).
 The engines are optional: a backend that is not installed is a ``ValueError`` saying what to install.
+
+``fan_out(tasks, device=...)`` runs a benchmark's independent jobs (trainings per seed and model) in local worker
+processes within the caller's ``--threads``, one thread each, and returns their results by key.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
+
+from .device import current_threads, set_threads, worker_budget
 
 BACKENDS = ("local", "dask", "ray")
 
@@ -72,3 +77,26 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, backend: str
 
     with engine(backend, jobs, address, extra):
         yield from Parallel(return_as="generator_unordered")(delayed(fn)(item) for item in items)
+
+
+def _task(item: tuple) -> tuple:
+    """``(key, fn(*args))`` on ``threads`` CPU threads; ``item = (key, threads, fn, args)``."""
+    key, threads, fn, args = item
+    set_threads(threads)
+    return key, fn(*args)
+
+
+def fan_out(tasks: Mapping[Hashable, tuple[Callable, tuple]], *, device: Any = "cpu",
+            wanted: int | None = None) -> dict:
+    """Runs every task ``key -> (fn, args)`` and returns ``key -> fn(*args)`` in the tasks' order.
+
+    On the CPU the tasks run in ``min(worker_budget(wanted), len(tasks))`` local worker processes (so within the
+    caller's ``--threads``), each on an equal share of the caller's threads; on a GPU, or with one thread, one
+    after another in this process. Submit the costliest first: workers take tasks in order. A task that seeds
+    itself gives the same result wherever it runs.
+    """
+    cpu = str(device).split(":")[0] == "cpu"
+    workers = max(1, min(worker_budget(wanted), len(tasks))) if cpu else 1
+    threads = max(1, current_threads() // workers)
+    done = dict(parallel_map(_task, [(key, threads, fn, args) for key, (fn, args) in tasks.items()], jobs=workers))
+    return {key: done[key] for key in tasks}

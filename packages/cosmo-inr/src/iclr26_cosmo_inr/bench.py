@@ -34,7 +34,7 @@ import numpy as np
 import scipy.special
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
-from joblib import Parallel, delayed
+from iclr26_shared.parallel import fan_out
 
 from .data import OFFLINE_IMAGES, gradient_image, load_folder, load_image
 from .perf import step_cost
@@ -105,20 +105,8 @@ def units(cfg: dict, seeds: list[int], names: list[str]) -> list[tuple[int, str]
     return [(s, names[j % len(names)]) for j, s in enumerate(seeds)]
 
 
-def parallel_map(fn, calls: list[tuple], device: str) -> list:
-    """``[fn(*args, threads) for args in calls]``, spread over as many processes as the caller's torch thread
-    budget (``--threads``) allows, each with an equal share ``threads``; in place (``threads=None``) under one
-    thread or on a GPU."""
-    budget = torch.get_num_threads()
-    n_jobs = min(budget, len(calls)) if device == "cpu" else 1
-    share = budget // n_jobs if n_jobs > 1 else None
-    return Parallel(n_jobs=n_jobs)(delayed(fn)(*args, share) for args in calls)
-
-
-def _job(key: str, seed: int, image: np.ndarray, cfg: dict, device: str, threads: int | None) -> dict:
-    """One training run (``threads``: the worker process's share of the caller's pool; None: leave it)."""
-    if threads is not None:
-        torch.set_num_threads(threads)
+def _job(key: str, seed: int, image: np.ndarray, cfg: dict, device: str) -> dict:
+    """One training run."""
     model, kwargs = key, {"prior": cfg.get("prior", "none")}
     if key == "cosmo_rc_matched":
         model, kwargs = "cosmo_rc", {"prior": "none", "match_params_to": "siren"}
@@ -147,7 +135,8 @@ def _run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     specs += [(k, *u) for k in cfg["extra"] if k != "siren" for u in ([first] if first else pairs)]
     cost = {"relu_pe": 1, "siren": 1, "finer": 1, "gauss": 1, "wire": 2, "incode": 2}
     specs.sort(key=lambda s: -cost.get(s[0], 10))
-    done = parallel_map(_job, [(k, s, images[name], cfg, device) for k, s, name in specs], device)
+    done = fan_out({i: (_job, (k, s, images[name], cfg, device)) for i, (k, s, name) in enumerate(specs)},
+                   device=device).values()
     runs = [dict(r, image=name) for r, (_, _, name) in zip(done, specs, strict=True)]
     keys = list(dict.fromkeys(k for k, _, _ in specs))
     rows = []

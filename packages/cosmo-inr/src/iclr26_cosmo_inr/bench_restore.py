@@ -21,10 +21,10 @@ from __future__ import annotations
 import pathlib
 
 import numpy as np
-import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds, t_interval
+from iclr26_shared.parallel import fan_out
 
-from .bench import LABELS, PAPER, RGB_IMAGES, _images, parallel_map, units
+from .bench import LABELS, PAPER, RGB_IMAGES, _images, units
 from .data import min_max, photon_noise
 from .tasks import denoise_observed, downsample, psnr, super_resolve_observed
 
@@ -77,11 +77,8 @@ def reference_psnr(task: str, observed: np.ndarray, clean: np.ndarray) -> float:
     return psnr(np.clip(resize(observed, clean.shape, order=3, mode="edge", anti_aliasing=False), 0, 1), clean)
 
 
-def _job(task: str, key: str, seed: int, observed: np.ndarray, clean: np.ndarray, cfg: dict, device: str,
-         threads: int | None) -> dict:
+def _job(task: str, key: str, seed: int, observed: np.ndarray, clean: np.ndarray, cfg: dict, device: str) -> dict:
     """One fit of ``observed`` (final model judged, oracle best kept) scored on ``clean``."""
-    if threads is not None:
-        torch.set_num_threads(threads)
     kwargs = {"iters": cfg["iters"], "hidden_features": cfg["width"], "hidden_layers": cfg["layers"],
               "device": device, "seed": seed, "selection": "final"}
     if key in ("cosmo_rc", "incode"):
@@ -112,7 +109,8 @@ def _run(task: str, scale: str, device: str, seed: int, out_dir: pathlib.Path) -
     observed = {u: observe(task, images[u[1]], u[0]) for u in pairs}
     keys = ("cosmo_rc", "siren", *cfg["extra"])
     specs = [(k, u) for k in keys for u in pairs]
-    done = parallel_map(_job, [(task, k, u[0], observed[u], images[u[1]], cfg, device) for k, u in specs], device)
+    tasks = {i: (_job, (task, k, u[0], observed[u], images[u[1]], cfg, device)) for i, (k, u) in enumerate(specs)}
+    done = fan_out(tasks, device=device).values()
     runs = [dict(r, image=u[1]) for r, (_, u) in zip(done, specs, strict=True)]
     reference = [reference_psnr(task, observed[u], images[u[1]]) for u in pairs]
     ref_label = "noisy input" if task == "denoise" else "bicubic x6"

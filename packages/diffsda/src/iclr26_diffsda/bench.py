@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, atomic_path, derive_seeds
-from iclr26_shared.device import current_threads, set_threads, worker_budget
-from iclr26_shared.parallel import parallel_map
+from iclr26_shared.parallel import fan_out
 
 from .baselines import SeqVAE
 from .data import make_sprites, make_tones
@@ -134,7 +133,7 @@ def make_judge(cfg: Config, seed: int, name: str) -> Judge:
 
 def train_judges(cfg: Config, seed: int, device: str = "cpu") -> dict[str, Judge]:
     """The two judges of ``JUDGES`` (``make_judge``), trained side by side in worker processes (see ``fan_out``)."""
-    judges = fan_out({name: (make_judge, (cfg, seed, name)) for name in JUDGES}, device)
+    judges = fan_out({name: (make_judge, (cfg, seed, name)) for name in JUDGES}, device=device)
     return {name: judges[name] for name in JUDGES}
 
 
@@ -182,24 +181,6 @@ def train_eval(cfg: Config, name: str, seed: int, device: str, judges: dict[str,
                                                         seed=seed)
     row["job_cpu_seconds"] = time.process_time() - cpu_start
     return {"model": model, "row": row, "test": test, "loss": hist["loss"]}
-
-
-def _task(args: tuple) -> tuple:
-    """``(key, fn(*fn_args))`` on ``threads`` CPU threads, for ``parallel_map``; ``args = (key, threads, fn, fn_args)``
-    (results arrive in any order)."""
-    key, threads, fn, fn_args = args
-    set_threads(threads)
-    return key, fn(*fn_args)
-
-
-def fan_out(tasks: dict, device: str) -> dict:
-    """Runs ``tasks`` (key -> (fn, args), submitted in their order: the costliest first) in as many worker processes
-    as the caller's ``--threads`` allow on the CPU, one thread each; on a GPU, or with one thread, one at a time in
-    this process. Returns key -> ``fn(*args)``. Every task seeds itself, so its result does not depend on where
-    it runs or what ran before it."""
-    workers = min(worker_budget(), len(tasks)) if device == "cpu" else 1
-    threads = max(1, current_threads() // workers)
-    return dict(parallel_map(_task, [(key, threads, fn, args) for key, (fn, args) in tasks.items()], jobs=workers))
 
 
 def _performance(model: DiffSDA, x: np.ndarray, steps: int, shared_noise: bool) -> dict[str, float]:
@@ -325,7 +306,8 @@ def run_diffsda(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Re
     judges = train_judges(cfg, 3 * seed + 2, device)
     metrics = {f"judge_{j}_acc_{k}": v for j, judge in judges.items() for k, v in judge.heldout_accuracy.items()}
     rows: list[dict] = []
-    done = fan_out({(name, s): (train_eval, (cfg, name, s, device, judges)) for name in MODELS for s in seeds}, device)
+    done = fan_out({(name, s): (train_eval, (cfg, name, s, device, judges)) for name in MODELS for s in seeds},
+                   device=device)
     for s in seeds:  # the fixed (seed, model) order, whatever finished first
         rows.extend(_rows("", s, {name: done[name, s] for name in MODELS}))
     per_seed = {name: [done[name, s]["row"] for s in seeds] for name in MODELS}

@@ -8,8 +8,7 @@ import time
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, check_scale, derive_seeds
-from iclr26_shared.device import current_threads, worker_budget
-from iclr26_shared.parallel import parallel_map
+from iclr26_shared.parallel import fan_out
 
 from .data import PhantomDataset, make_phantom, subset_masks
 from .losses import SMSNLoss
@@ -78,10 +77,9 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int, seed: int) -> tuple[f
     return float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))
 
 
-def _train_eval(name: str, cfg: dict, seed: int, device: str, leak: bool, threads: int):
-    """One job: makes the seed's phantoms, trains ``name`` on them with ``seed`` and evaluates it on ``threads``
-    torch threads; the mask-leakage check runs when ``leak``. Returns (row, evaluation)."""
-    torch.set_num_threads(threads)
+def _train_eval(name: str, cfg: dict, seed: int, device: str, leak: bool):
+    """One job: makes the seed's phantoms, trains ``name`` on them with ``seed`` and evaluates it; the
+    mask-leakage check runs when ``leak``. Returns (row, evaluation)."""
     masks = subset_masks()
     train_set = PhantomDataset.from_phantom(make_phantom(cfg["n_train"], cfg["size"], seed=seed, ndim=cfg["ndim"]))
     test_set = PhantomDataset.from_phantom(make_phantom(cfg["n_test"], cfg["size"], seed=TEST_SEED + seed,
@@ -118,11 +116,6 @@ def _train_eval(name: str, cfg: dict, seed: int, device: str, leak: bool, thread
     return row, ev
 
 
-def _job(args: tuple):
-    """``_train_eval(*args)`` tagged with its (model, seed), for ``parallel_map`` (results arrive in any order)."""
-    return args[0], args[2], _train_eval(*args)
-
-
 def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """Trains SMSN and the baselines on the same phantoms for each derived seed, evaluates all 15 subsets,
     and judges SMSN against each baseline on paired per-seed differences."""
@@ -134,10 +127,8 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     evals: dict[str, list[dict]] = {}
     names = (*cfg["models"], *cfg["ablations"])
     jobs = [(name, s) for name in names for s in seeds]  # SMSN's (the longest) first: balances the workers
-    workers = min(worker_budget(cfg["workers"]), len(jobs)) if device == "cpu" else 1  # within --threads
-    threads = max(1, current_threads() // workers)
-    done = {(name, s): out for name, s, out in parallel_map(
-        _job, [(name, cfg, s, device, s == seeds[0], threads) for name, s in jobs], jobs=workers)}
+    done = fan_out({(name, s): (_train_eval, (name, cfg, s, device, s == seeds[0])) for name, s in jobs},
+                   device=device, wanted=cfg["workers"])  # within --threads
     for s, name in itertools.product(seeds, names):  # the fixed (seed, model) order, whatever finished first
         row, ev = done[name, s]
         rows.append(row)
