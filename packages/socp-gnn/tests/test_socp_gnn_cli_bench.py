@@ -28,6 +28,13 @@ def test_cli_round_trip(tmp_path, capsys):
     assert metrics["projection_failures"] == 0 and metrics["projected_violation_max"] <= 1e-6
     assert metrics["timing_pipeline_ms"] > metrics["timing_projection_ms"] > 0
     assert metrics["projected_cone_violation_max"] <= 1e-6 < metrics["cone_violation_max"]
+    assert main(["evaluate", "--model", str(model), "--data", str(data), "--n-timing", "2", "--prox-step", "1",
+                 "--out", str(out), "--force"]) == 0
+    metrics = json.loads((out / "evaluation.json").read_text())
+    assert metrics["prox_failures"] == 0 and metrics["prox_violation_max"] <= 1e-6
+    with pytest.raises(SystemExit) as refused:
+        main(["evaluate", "--model", str(model), "--data", str(data), "--prox-step", "-1", "--out", str(out)])
+    assert refused.value.code == 2 and "--prox-step: expected a finite number >= 0, got '-1'" in capsys.readouterr().err
     feas = tmp_path / "feasibility.pt"
     torch.save({"kind": "gnn", "config": SOCPGNN(hidden=4, layers=1).config,
                 "state": SOCPGNN(hidden=4, layers=1).state_dict()}, feas)

@@ -1,5 +1,6 @@
 """Graph construction, WL colours, GNN equivariance, norm representability, gradient flow, the graph dataset."""
 import dataclasses
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -8,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from iclr26_socp_gnn import SOCP, SOCPGNN, FlatMLP, WeightedSum, from_heterodata, random_socp, to_heterodata, wl_colors
-from iclr26_socp_gnn.data import SOCPDataset, SOCPGraphs
+from iclr26_socp_gnn.data import GENERATOR_VERSION, SOCPDataset, SOCPGraphs, make_dataset
 from iclr26_socp_gnn.graph import EDGE_TYPES
 from torch_geometric.data import Batch, InMemoryDataset
 from torch_geometric.loader import DataLoader
@@ -194,3 +195,19 @@ def test_graph_dataset_round_trips_through_tensors_and_refuses_pickles(tmp_path,
         SOCPGraphs.read(tmp_path / "cache")
     with pytest.raises(FileNotFoundError, match="folder: expected"):
         SOCPGraphs.read(tmp_path / "missing")
+
+
+def test_dataset_cache_is_reused_only_when_it_matches_the_request(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    kw = dict(n=4, m=2, k=2, seed=5, g_shift=3.0, cache=True)
+    first = make_dataset("solution", 3, **kw)
+    assert first.meta["generator"] == GENERATOR_VERSION and first.meta["n_instances"] == 3
+    (folder,) = (tmp_path / "socp-gnn").glob("graphs_solution_*")
+    again = make_dataset("solution", 3, **kw)  # read back from the tensors, exactly
+    for (P, y), (Q, z) in zip(first, again):
+        same_instance(P, Q)
+        np.testing.assert_array_equal(z, y)
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "generator": GENERATOR_VERSION - 1}))
+    with pytest.raises(ValueError, match="does not hold the requested dataset.*generator"):
+        make_dataset("solution", 3, **kw)

@@ -164,6 +164,30 @@ def test_projection_is_feasible_and_matches_cvxpy(p):
         assert np.linalg.norm(res.x - x_hat) > 0.1  # the point did move
 
 
+def test_proximal_projection_minimises_the_objective_plus_the_distance():
+    # project(P, x̂, step) = argmin cᵀx + ‖x − x̂‖² / (2·step) over the feasible set (checked against CVXPY); large steps
+    # tend to the optimum, step 0 is the plain projection
+    rng = np.random.default_rng(8)
+    checked = 0
+    for i in range(6):
+        P = random_socp(seed=[13, i])
+        opt = solve(P, min_norm=False)
+        if opt.status != "optimal":
+            continue
+        x_hat = rng.uniform(-1, 1, P.n)
+        for step in (0.3, 1.0):
+            res = project(P, x_hat, step=step)
+            assert max(P.residuals(res.x)[k] for k in ("cone_max", "bound_max")) <= 1e-6
+            prob, x = P.to_cvxpy(objective=lambda v, s=step, c=P.c, x0=x_hat: c @ v + cp.sum_squares(v - x0) / (2 * s))
+            prob.solve(solver=cp.CLARABEL)
+            np.testing.assert_allclose(res.x, x.value, atol=1e-4)
+        far = project(P, x_hat, step=1e4)
+        assert P.c @ far.x - opt.obj <= 1e-3 * (1 + abs(opt.obj))
+        np.testing.assert_array_equal(project(P, x_hat, step=0.0).x, project(P, x_hat).x)
+        checked += 1
+    assert checked >= 2
+
+
 def test_projection_with_linear_rows_and_a_closed_form():
     # the unit ball with x_0 == 0.5: the projection of (3, 0, 0) is (0.5, 0, 0), of (0.5, 2, 0) is (0.5, √0.75, 0)
     P = SOCP(c=np.zeros(3), A=[np.eye(3)], b=[np.zeros(3)], f=[np.zeros(3)], g=np.array([1.0]),
@@ -181,6 +205,8 @@ def test_projection_refuses_bad_points():
         project(P, np.array([0.0, np.nan, 0.0]))
     with pytest.raises(ValueError, match="tol: expected a positive number"):
         project(P, np.zeros(3), tol=0.0)
+    with pytest.raises(ValueError, match="step: expected a finite number >= 0, got -1"):
+        project(P, np.zeros(3), step=-1)
 
 
 def test_compiled_cvxpy_problem_agrees_with_clarabel_and_refuses_other_layouts():

@@ -16,23 +16,14 @@ from torch_geometric.data import HeteroData, InMemoryDataset
 
 from .graph import from_heterodata, graphs
 from .grid import socp_opf  # noqa: F401  (the spec's data.socp_opf; lives in grid, needs the [grid] extra)
-from .problem import SOCP, solve
+from .problem import SOCP, SOCPDataset, solve  # noqa: F401  (SOCPDataset: also data.SOCPDataset)
 
 TASKS = ("feasibility", "objective", "solution")
 PILOT_SEED = 20_260_415  # pilot instances of the g_shift calibration; distinct from every benchmark seed
 PILOT_SIZE = 200
-
-
-class SOCPDataset(list):
-    """A list of ``(SOCP, label)`` pairs with ``meta``: generation settings and statistics.
-
-    Labels: ``feasibility`` -> 1 feasible / 0 infeasible; ``objective`` -> optimal value;
-    ``solution`` -> the minimum-norm optimal solution, an (n,) array.
-    """
-
-    def __init__(self, items=(), meta: dict | None = None):
-        super().__init__(items)
-        self.meta = dict(meta or {})
+# bump when the generator or the labelling changes: part of every cache key and checked against a cached dataset's
+# meta, so that a dataset made by another generator is never read back
+GENERATOR_VERSION = 2
 
 
 def _check_sizes(n: int, m: int, k: int, density: float, p: float) -> None:
@@ -159,10 +150,18 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
     _check_sizes(n, m, k, density, p)
     if g_shift is None:
         g_shift = calibrate_g_shift(n, m, k, p, density, bounds)
-    key = hashlib.sha1(repr((task, n_instances, n, m, k, float(p), seed, stream, density, bounds, g_shift)).encode())
+    request = dict(task=task, n_instances=n_instances, n=n, m=m, k=k, p=float(p), seed=seed, stream=stream,
+                   density=density, bounds=bounds, g_shift=g_shift, generator=GENERATOR_VERSION)
+    key = hashlib.sha1(repr(tuple(request.values())).encode())
     folder = cache_dir("socp-gnn") / f"graphs_{task}_{key.hexdigest()[:16]}"
     if cache and SOCPGraphs.exists(folder):
-        return SOCPGraphs.read(folder).to_items()
+        cached = SOCPGraphs.read(folder)
+        stale = {name: (cached.meta.get(name), want) for name, want in request.items()
+                 if cached.meta.get(name) != want}
+        if stale or len(cached) != n_instances:
+            raise ValueError(f"cache: {folder} does not hold the requested dataset (cached vs requested: {stale}, "
+                             f"{len(cached)} vs {n_instances} instances); delete the folder to regenerate")
+        return cached.to_items()
     need = {"feasible": n_instances // 2, "infeasible": n_instances - n_instances // 2} if task == "feasibility" \
         else {"feasible": n_instances, "infeasible": 0}
     got = {"feasible": [], "infeasible": []}
@@ -183,8 +182,7 @@ def make_dataset(task: str, n_instances: int, n: int = 10, m: int = 5, k: int = 
         if start > 200 * n_instances:
             raise RuntimeError(f"make_dataset: could not collect {need} instances from {start} candidates")
     items = sorted(got["feasible"] + got["infeasible"], key=lambda it: it[0].meta["index"])
-    meta = dict(task=task, n=n, m=m, k=k, p=p, density=density, bounds=bounds, seed=seed, stream=stream,
-                g_shift=g_shift,
+    meta = dict(request,
                 feasible_fraction=stats["feasible"] / max(1, stats["candidates"]),
                 mean_solve_ms=1e3 * stats["solve_seconds"] / max(1, stats["candidates"]), **stats)
     ds = SOCPDataset(items, meta)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problem import SOCP
+from .problem import SOCP, SOCPDataset, solve
 
 OPF_SLACK = 1e-6  # relative slack of the min-norm stage; 1e-8 made ~70% of case14 second stages infeasible
 CASES = ("case9", "case14", "case30", "case39", "case57", "case118", "case300")
@@ -157,8 +157,6 @@ def bus_balance_residual(P: SOCP, x) -> float:
 
 
 def _opf_chunk(case, seeds, load_scale):
-    from .problem import solve
-
     out = []
     for s in seeds:
         P = socp_opf(case, load_scale, seed=s)
@@ -174,8 +172,6 @@ def opf_dataset(case: str = "case14", n_instances: int = 500, seed: int = 0, loa
     Load draws use the seeds ``[seed, i]``; instances whose relaxation is not solved to optimality are
     discarded and counted in ``meta``.
     """
-    from .data import SOCPDataset
-
     if isinstance(n_instances, bool) or not isinstance(n_instances, int) or n_instances < 1:
         raise ValueError(f"n_instances: expected a positive integer, got {n_instances!r}")
     seeds = [[seed, i] for i in range(n_instances)]

@@ -202,7 +202,8 @@ def unbatch_solution(z: torch.Tensor, batch) -> list[np.ndarray]:
     return [v.detach().cpu().numpy().astype(float) for v in torch.split(z, sizes)]
 
 
-def evaluate(model, test, task: str | None = None, device="cpu", project: bool = False) -> dict[str, float]:
+def evaluate(model, test, task: str | None = None, device="cpu", project: bool = False,
+             prox_step: float | None = None, prox_centre=None) -> dict[str, float]:
     """Test metrics of ``model`` on ``test`` (list of ``(SOCP, label)``).
 
     feasibility: ``error_rate`` (threshold 0.5). objective: ``rel_mse`` = Σ(ŷ−y)²/Σ(y−ȳ)², ``mae``.
@@ -214,17 +215,22 @@ def evaluate(model, test, task: str | None = None, device="cpu", project: bool =
     projection; their unprojected x̂ is scored), ``projection_inaccurate`` (returned at Clarabel's reduced
     tolerances; scored as returned), ``projection_retried`` (solved by the squared-form retry of ``project``) and
     ``projection_ms`` (wall time per instance).
+    With ``prox_step`` (solution only), every x̂ is also restored by the proximal projection
+    ``problem.project(P, x̂, step=prox_step)`` (the minimiser of ``cᵀx + ‖x − x̂‖²/(2·prox_step)`` over the feasible
+    set), reported under ``prox_*`` with ``prox_failures`` and ``prox_ms``; ``prox_centre`` ((n,), optional) adds the
+    same restoration started from that fixed point instead of x̂ (e.g. the training mean), under ``prox_centre_*``.
 
     Raises:
-        ValueError: ``task`` differs from the model's, or ``project`` for a task other than ``'solution'``.
+        ValueError: ``task`` differs from the model's, or ``project``/``radius`` for a task other than
+            ``'solution'``.
     """
     _check_items(test, "test")
     task = task or model.task
     if task != model.task:
         raise ValueError(f"task: the model was built for {model.task!r}, got {task!r}")
-    if project and task != "solution":
-        raise ValueError(f"project: expected a solution model (projection restores predicted solutions), "
-                         f"got task {task!r}")
+    for name, asked in (("project", project), ("prox_step", prox_step is not None)):
+        if asked and task != "solution":
+            raise ValueError(f"{name}: expected a solution model (it restores predicted solutions), got task {task!r}")
     start = time.perf_counter()
     pred = predict(model, test, device=device)
     ms = 1e3 * (time.perf_counter() - start) / len(test)
@@ -240,13 +246,29 @@ def evaluate(model, test, task: str | None = None, device="cpu", project: bool =
         start = time.perf_counter()
         restored = [project_point(P, x) for (P, _), x in zip(test, pred)]
         out["projection_ms"] = 1e3 * (time.perf_counter() - start) / len(test)
-        out["projection_failures"] = sum(r.x is None for r in restored)
         out["projection_inaccurate"] = sum(r.status == "optimal_inaccurate" for r in restored)
         out["projection_retried"] = sum(r.status == "optimal_squared" for r in restored)
-        fixed = [x if r.x is None else r.x for r, x in zip(restored, pred)]
-        out.update({f"projected_{k}": v for k, v in solution_metrics(test, fixed).items()})
-        out["projected_violation_max"] = max(max(r[k] for k in ("cone_max", "linear_max", "bound_max"))
-                                             for r in (P.residuals(x) for (P, _), x in zip(test, fixed)))
+        out.update(_restored_metrics("projected", "projection", test, pred, restored))
+    if prox_step is not None:
+        start = time.perf_counter()
+        restored = [project_point(P, x, step=prox_step) for (P, _), x in zip(test, pred)]
+        out["prox_ms"] = 1e3 * (time.perf_counter() - start) / len(test)
+        out.update(_restored_metrics("prox", "prox", test, pred, restored))
+        if prox_centre is not None:
+            fixed = [np.asarray(prox_centre, float)] * len(test)
+            restored = [project_point(P, x, step=prox_step) for (P, _), x in zip(test, fixed)]
+            out.update(_restored_metrics("prox_centre", "prox_centre", test, fixed, restored))
+    return out
+
+
+def _restored_metrics(prefix: str, kind: str, test, pred, restored) -> dict[str, float]:
+    """``solution_metrics`` of restored points (``SolveResult``s; a failed one scores its x̂) under ``prefix_*``, with
+    ``prefix_violation_max`` (largest cone, linear-row or bound violation) and ``kind_failures``."""
+    fixed = [x if r.x is None else r.x for r, x in zip(restored, pred)]
+    out = {f"{prefix}_{k}": v for k, v in solution_metrics(test, fixed).items()}
+    out[f"{prefix}_violation_max"] = max(max(r[k] for k in ("cone_max", "linear_max", "bound_max"))
+                                         for r in (P.residuals(x) for (P, _), x in zip(test, fixed)))
+    out[f"{kind}_failures"] = sum(r.x is None for r in restored)
     return out
 
 
