@@ -15,18 +15,18 @@ def _rows(acc: dict[str, list[float]], seeds, data="uci3", gate=(0.44, 0.5, 0.5)
 
 
 def test_quick_claims_are_paired_and_fail_when_swapped():
-    seeds = derive_seeds(5, 3)
-    dream, ckm, prop = [0.94, 0.95, 0.93], [0.91, 0.92, 0.91], [0.92, 0.93, 0.915]
+    seeds = derive_seeds(5, 4)  # dream.mfeat runs 4 seeds at quick
+    dream, ckm, prop = [0.94, 0.95, 0.93, 0.945], [0.91, 0.92, 0.91, 0.913], [0.92, 0.93, 0.915, 0.92]
     claims = {c.name: c for c in mfeat_claims(_rows({"dream": dream, "concat_km": ckm, "prop_km": prop}, seeds),
                                               "quick", 5)}
     central = claims["uci3_dream_vs_concat_kmeans"]
-    assert central.holds and central.per_seed["seeds"] == seeds and central.per_seed["n"] == 3
+    assert central.holds and central.per_seed["seeds"] == seeds and central.per_seed["n"] == 4
     assert np.allclose(central.per_seed["method"], dream) and claims["uci3_dream_acc"].holds
     assert claims["uci3_dream_vs_propagated_kmeans"].holds
     assert claims["uci3_semantic_branch_learns"].holds and claims["uci3_gate_moves"].holds
     # a planted worse DREAM, a dead VAE (chance-level means) and a gate stuck at 0.5 fail
-    worse = _rows({"dream": [0.90, 0.91, 0.90], "concat_km": ckm, "prop_km": prop}, seeds, gate=(0.5, 0.49, 0.51),
-                  means_acc=0.15)
+    worse = _rows({"dream": [0.90, 0.91, 0.90, 0.905], "concat_km": ckm, "prop_km": prop}, seeds,
+                  gate=(0.5, 0.49, 0.51), means_acc=0.15)
     swapped = {c.name: c for c in mfeat_claims(worse, "quick", 5)}
     assert not any(swapped[k].holds for k in ("uci3_dream_vs_concat_kmeans", "uci3_dream_acc",
                                                "uci3_dream_vs_propagated_kmeans", "uci3_semantic_branch_learns",
