@@ -140,7 +140,8 @@ def _uniform(u, low: float, high):
 
 _TUMOUR_TRIES = 100
 _TRY_CHUNK = 16
-_BATCH = 64  # cases smoothed together by make_phantom
+_BATCH = 16  # cases generated together by make_phantom (their arrays stay in cache)
+_BATCH_VOXELS = 2 ** 16  # at most this many voxels per modality in one batch (fewer cases when larger)
 
 
 def _place_tumour(rng: np.random.Generator, inner: list[float], size: int, vent_coords: list[np.ndarray]):
@@ -181,13 +182,18 @@ def _place_tumour(rng: np.random.Generator, inner: list[float], size: int, vent_
         dist = _distance(vent, centre)  # (T, V)
         # r(θ) lies in r_ed·(1 ± Σ a_k): the nearest ventricle voxel decides most tries without any angle
         nearest, spread = dist.min(1, initial=np.inf), sum(amps)
-        misses = nearest > r_ed * (1.0 + spread) * (1.0 + 1e-9)
+        reach = r_ed * (1.0 + spread) * (1.0 + 1e-9)
+        misses = nearest > reach
         unsure = np.flatnonzero(~misses & (nearest > r_ed * (1.0 - spread) * (1.0 - 1e-9)))
         if unsure.size:
-            _, theta, phi = _polar(vent, [c[unsure] for c in centre])
-            coeffs = [(k, amps[i][unsure, None], _uniform(u[o[unsure, None] + ndim + 4 + 2 * i], 0, 2 * np.pi), on_phi)
+            # only the (try, voxel) pairs within the try's largest radius can be inside its oedema
+            t, v = np.nonzero(dist[unsure] <= reach[unsure, None])
+            tries = unsure[t]
+            _, theta, phi = _polar([c[0, v] for c in vent], [c[tries, 0] for c in centre])
+            coeffs = [(k, amps[i][tries], _uniform(u[o[tries] + ndim + 4 + 2 * i], 0, 2 * np.pi), on_phi)
                       for i, (k, on_phi) in enumerate(terms)]
-            misses[unsure] = ~(dist[unsure] <= _radial(r_ed[unsure, None], coeffs, theta, phi)).any(1)
+            hit = dist[tries, v] <= _radial(r_ed[tries], coeffs, theta, phi)
+            misses[unsure] = np.bincount(t[hit], minlength=unsure.size) == 0
         if misses.any():
             accepted = int(o[np.argmax(misses)])
             used = accepted + per_try
@@ -206,105 +212,159 @@ def _place_tumour(rng: np.random.Generator, inner: list[float], size: int, vent_
     return centre, r_ed, r_tc, r_ncr, ed_shape
 
 
-def _phantom_anatomy(rng: np.random.Generator, grid: list[np.ndarray], bias_terms: list[np.ndarray],
-                     bias_field: float):
-    """One case before smoothing and noise, drawn from ``rng``.
+def _head_frames(rngs: list[np.random.Generator], grid: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Draws each case's head ellipse (semi-axes a ~ U(0.38, 0.45)·S, b ~ U(0.30, 0.38)·S [, c ~ U(0.30, 0.38)·D],
+    rotation ~ U(-15°, 15°)) from its generator and rotates the grid into every case's head frame.
 
     Args:
+        rngs: one generator per case (B).
         grid: centred voxel coordinates, one ``shape`` array per axis.
-        bias_terms: the monomials of ``_quadratic_terms`` of the normalised coordinates.
 
     Returns:
-        ``(biased (4, *shape) float64, labels, tissue, head (*shape) bool, clean (4, *shape) float32)``.
+        ``(coords, semi)``: one ``(B, *shape)`` array per axis (the rotated frame), one ``(B, 1, ...)`` array of
+        semi-axes per axis (broadcasting against ``coords``).
     """
     shape = grid[0].shape
-    size = shape[0]
-    a = rng.uniform(0.38, 0.45) * size
-    b = rng.uniform(0.30, 0.38) * size
-    rot = np.deg2rad(rng.uniform(-15, 15))
-    u = np.cos(rot) * grid[0] + np.sin(rot) * grid[1]  # rotated head frame
-    v = -np.sin(rot) * grid[0] + np.cos(rot) * grid[1]
-    semi = [a, b]
-    coords = [u, v]
-    if len(shape) == 3:
-        semi.append(rng.uniform(0.30, 0.38) * shape[2])
-        coords.append(grid[2])
+    size, three_d = shape[0], len(shape) == 3
+    draws = []
+    for rng in rngs:
+        a = rng.uniform(0.38, 0.45) * size
+        b = rng.uniform(0.30, 0.38) * size
+        rot = np.deg2rad(rng.uniform(-15, 15))
+        draws.append((a, b, np.cos(rot), np.sin(rot)) + ((rng.uniform(0.30, 0.38) * shape[2],) if three_d else ()))
+    d = np.array(draws).T.reshape(-1, len(rngs), *(1,) * len(shape))  # (4 or 5, B, 1, ...)
+    coords = [d[2] * grid[0] + d[3] * grid[1], -d[3] * grid[0] + d[2] * grid[1]]
+    semi = [d[0], d[1]]
+    if three_d:
+        semi.append(d[4])
+        coords.append(np.broadcast_to(grid[2], coords[0].shape))
+    return coords, semi
 
+
+def _brain_tissue(coords: list[np.ndarray], semi: list[np.ndarray], size: int) -> tuple[np.ndarray, ...]:
+    """The healthy anatomy of a batch of head frames (``_head_frames``): skull, CSF rim and ventricles, grey
+    and white matter.
+
+    Returns:
+        ``(brain, head, ventricles (B, *shape) bool, tissue (B, *shape) int64)``.
+    """
     def rho(scale_add: float = 0.0, factor: float = 1.0) -> np.ndarray:
         return np.sqrt(sum((c / (s * factor + scale_add)) ** 2 for c, s in zip(coords, semi)))
 
+    depth = coords[-1].shape[-1]
     brain = rho() <= 1.0
     head = rho(scale_add=0.04 * size) <= 1.0
-    tissue = np.zeros(shape, dtype=np.int64)
+    tissue = np.zeros(brain.shape, dtype=np.int64)
     tissue[head] = 1
     tissue[brain] = 3
     tissue[rho(factor=0.65) <= 1.0] = 4
     rim = brain & (rho(scale_add=-1.0) > 1.0)
-    ventricles = np.zeros(shape, dtype=bool)
+    ventricles = np.zeros(brain.shape, dtype=bool)
     for side in (-1, 1):
-        vent_semi = [0.06 * size, 0.12 * size] + ([0.06 * shape[2]] if len(shape) == 3 else [])
+        vent_semi = [0.06 * size, 0.12 * size] + ([0.06 * depth] if len(coords) == 3 else [])
         vc = [coords[0] - side * 0.07 * size, *coords[1:]]
         ventricles |= sum((c / s) ** 2 for c, s in zip(vc, vent_semi)) <= 1.0
     tissue[rim | ventricles] = 2
-
-    labels = np.zeros(shape, dtype=np.int64)
-    if rng.uniform() >= 0.05:
-        inner = [s - 0.12 * size for s in semi]
-        three_d = len(shape) == 3
-        vent = ventricles & brain  # the oedema must not touch the ventricles
-        placed = _place_tumour(rng, inner, size, [c[vent] for c in coords])
-        # no place found: radii -1 give empty regions (the core's shapes and the arc are drawn all the same)
-        centre, r_ed, r_tc, r_ncr, ed_shape = placed or ([0.0] * len(shape), -1.0, -1.0, -1.0, [])
-        # The regions are evaluated only at the brain voxels within the oedema's largest radius
-        # r_ed·(1 + Σ a_k): elsewhere every region is empty (cos <= 1 and rounding is monotone).
-        reach = r_ed * (1.0 + sum(amp for _, amp, _, _ in ed_shape)) * (1.0 + 1e-9)
-        near = np.flatnonzero(brain & (_distance(coords, centre) <= reach))
-        dist, theta, phi = _polar([c.reshape(-1)[near] for c in coords], centre)
-        wt = dist <= _radial(r_ed, ed_shape, theta, phi)
-        tc = wt & (dist <= _radial(r_tc, _radial_coeffs(rng, three_d), theta, phi))
-        ncr = tc & (dist <= _radial(r_ncr, _radial_coeffs(rng, three_d), theta, phi))
-        flat = labels.reshape(-1)
-        flat[near[wt]] = 2
-        if rng.uniform() < 0.1:  # low-grade case: no enhancing tumour, the whole core is NCR
-            flat[near[tc]] = 1
-        else:
-            # Incomplete ring enhancement: only an arc of the rim enhances (the rest is necrosis), so the
-            # rim's place next to the necrotic core does not give ET away without T1ce.
-            arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
-            flat[near[tc]] = 1
-            flat[near[tc & ~ncr & arc]] = 4
-        lesion = flat[near]  # labels are non-zero only at the voxels ``near``
-        for lab, tis in _TISSUE_OF_LABEL.items():
-            tissue.reshape(-1)[near[lesion == lab]] = tis
-
-    clean = np.take(TISSUE_MEANS.T, tissue, axis=1)  # (4, *shape)
-    gain = rng.uniform(0.9, 1.1, size=(4,) + (1,) * len(shape))
-    poly = sum(rng.normal() * p for p in bias_terms)
-    poly = 2 * (poly - poly.min()) / max(poly.max() - poly.min(), 1e-9) - 1
-    return clean * gain * (1 + bias_field * poly), labels, tissue, head, clean
+    return brain, head, ventricles, tissue
 
 
-def _noisy_normalised(rng: np.random.Generator, smooth: np.ndarray, head: np.ndarray, noise: float) -> np.ndarray:
-    """Rician noise sqrt((x + n1)² + n2²), n1, n2 ~ N(0, noise²) from ``rng``, then a z-score per modality inside
-    ``head`` and zeros outside: ``smooth (4, *shape)`` float64 -> float32 of the same shape."""
+def _lesion(rng: np.random.Generator, coords: list[np.ndarray], semi: list[float], brain: np.ndarray,
+            ventricles: np.ndarray, labels: np.ndarray, tissue: np.ndarray) -> None:
+    """Draws one case's tumour (or none, with probability 0.05) and writes it into ``labels`` (zeros on entry) and
+    ``tissue`` in place; every array is one case's ``shape``, ``coords`` its head frame, ``semi`` its semi-axes."""
+    if rng.uniform() < 0.05:
+        return
+    size = brain.shape[0]
+    inner = [s - 0.12 * size for s in semi]
+    three_d = brain.ndim == 3
+    vent = ventricles & brain  # the oedema must not touch the ventricles
+    placed = _place_tumour(rng, inner, size, [c[vent] for c in coords])
+    # no place found: radii -1 give empty regions (the core's shapes and the arc are drawn all the same)
+    centre, r_ed, r_tc, r_ncr, ed_shape = placed or ([0.0] * brain.ndim, -1.0, -1.0, -1.0, [])
+    # The regions are evaluated only at the brain voxels within the oedema's largest radius
+    # r_ed·(1 + Σ a_k): elsewhere every region is empty (cos <= 1 and rounding is monotone).
+    reach = r_ed * (1.0 + sum(amp for _, amp, _, _ in ed_shape)) * (1.0 + 1e-9)
+    near = np.flatnonzero(brain & (_distance(coords, centre) <= reach))
+    dist, theta, phi = _polar([c.reshape(-1)[near] for c in coords], centre)
+    wt = dist <= _radial(r_ed, ed_shape, theta, phi)
+    tc = wt & (dist <= _radial(r_tc, _radial_coeffs(rng, three_d), theta, phi))
+    ncr = tc & (dist <= _radial(r_ncr, _radial_coeffs(rng, three_d), theta, phi))
+    flat = labels.reshape(-1)
+    flat[near[wt]] = 2
+    if rng.uniform() < 0.1:  # low-grade case: no enhancing tumour, the whole core is NCR
+        flat[near[tc]] = 1
+    else:
+        # Incomplete ring enhancement: only an arc of the rim enhances (the rest is necrosis), so the
+        # rim's place next to the necrotic core does not give ET away without T1ce.
+        arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
+        flat[near[tc]] = 1
+        flat[near[tc & ~ncr & arc]] = 4
+    lesion = flat[near]  # labels are non-zero only at the voxels ``near``
+    for lab, tis in _TISSUE_OF_LABEL.items():
+        tissue.reshape(-1)[near[lesion == lab]] = tis
+
+
+def _phantom_batch(rngs: list[np.random.Generator], grid: list[np.ndarray], bias_terms: list[np.ndarray],
+                   bias_field: float, labels: np.ndarray, tissue: np.ndarray):
+    """A batch of B cases before smoothing and noise, each drawn from its own generator in ``rngs`` (in the order:
+    head ellipse, lesion, modality gains, bias-field coefficients); the array work runs on the whole batch.
+
+    Args:
+        grid: centred voxel coordinates, one ``shape`` array per axis.
+        bias_terms: the monomials of ``_quadratic_terms`` of the normalised coordinates.
+        labels, tissue: ``(B, *shape)`` int64 outputs, written in place.
+
+    Returns:
+        ``(biased (B, 4, *shape) float64, head (B, *shape) bool, clean (B, 4, *shape) float32)``.
+    """
+    coords, semi = _head_frames(rngs, grid)
+    brain, head, ventricles, tissue[...] = _brain_tissue(coords, semi, grid[0].shape[0])
+    labels[...] = 0
+    gains, coefs = [], []
+    for b, rng in enumerate(rngs):
+        _lesion(rng, [c[b] for c in coords], [float(s[b].item()) for s in semi], brain[b], ventricles[b], labels[b],
+                tissue[b])
+        gains.append(rng.uniform(0.9, 1.1, size=4))
+        coefs.append([rng.normal() for _ in bias_terms])
+    ndim = len(grid)
+    clean = np.moveaxis(TISSUE_MEANS[tissue], -1, 1)  # (B, 4, *shape) float32
+    gain = np.array(gains).reshape(len(rngs), 4, *(1,) * ndim)
+    coef = np.array(coefs).T.reshape(len(bias_terms), len(rngs), *(1,) * ndim)
+    poly = sum(c * p for c, p in zip(coef, bias_terms))
+    axes = tuple(range(1, ndim + 1))
+    low, high = poly.min(axis=axes, keepdims=True), poly.max(axis=axes, keepdims=True)
+    poly = 2 * (poly - low) / np.maximum(high - low, 1e-9) - 1
+    return clean * gain * (1 + bias_field * poly)[:, None], head, clean
+
+
+def _noisy_normalised(rngs: list[np.random.Generator], smooth: np.ndarray, head: np.ndarray, noise: float,
+                      out: np.ndarray) -> None:
+    """Rician noise sqrt((x + n1)² + n2²), n1, n2 ~ N(0, noise²) from each case's generator, then a z-score per
+    case and modality inside ``head``, zeros outside: ``smooth (B, 4, *shape)`` float64 into ``out``, float32 of
+    the same shape (zeros on entry)."""
     # noise·standard_normal: the draws and values of rng.normal(0, noise) (up to the sign of zeros, squared away)
-    img = rng.standard_normal(smooth.shape)
+    n2 = np.empty_like(smooth)
+    img = np.empty_like(smooth)
+    for b, rng in enumerate(rngs):
+        rng.standard_normal(out=img[b])
+        rng.standard_normal(out=n2[b])
     img *= noise
     img += smooth
     img *= img
-    n2 = rng.standard_normal(smooth.shape)
     n2 *= noise
     n2 *= n2
     img += n2
     np.sqrt(img, out=img)
-    idx = np.flatnonzero(head)
-    inside = img.reshape(len(img), -1)[:, idx]
-    # the operations of numpy's mean and std (sum / n; sum of squared deviations / n), sharing the deviations
-    dev = inside - inside.sum(axis=1, keepdims=True) / len(idx)
-    sd = np.sqrt((dev * dev).sum(axis=1, keepdims=True) / len(idx))
-    out = np.zeros(smooth.shape, dtype=np.float32)
-    out.reshape(len(out), -1)[:, idx] = dev / np.maximum(sd, 1e-6)
-    return out
+    channels = (slice(None),) + (None,) * (img.ndim - 2)
+    for b in range(len(rngs)):
+        idx = np.flatnonzero(head[b])
+        inside = img[b].reshape(len(img[b]), -1)[:, idx]
+        # the operations of numpy's mean and std (sum / n; sum of squared deviations / n), sharing the deviations
+        mean = inside.sum(axis=1) / len(idx)
+        dev = inside - mean[:, None]
+        sd = np.sqrt((dev * dev).sum(axis=1) / len(idx))
+        np.copyto(out[b], (img[b] - mean[channels]) / np.maximum(sd, 1e-6)[channels], where=head[b],
+                  casting="same_kind")
 
 
 def _quadratic_terms(x: list[np.ndarray]) -> list[np.ndarray]:
@@ -351,16 +411,19 @@ def make_phantom(n: int, size: int = 64, seed: int = 0, *, noise: float = 0.05, 
     grid = np.meshgrid(*(np.arange(k, dtype=np.float64) - (k - 1) / 2 for k in shape), indexing="ij")
     bias_terms = _quadratic_terms([g / (k / 2) for g, k in zip(grid, shape)])
     sigma = (0, 0) + (0.7,) * ndim  # the same Gaussian per modality image, over a batch of cases at once
-    images, labels, tissue, clean = [], [], [], []
-    for start in range(0, n, _BATCH):
-        rngs = [np.random.default_rng(seed + i) for i in range(start, min(n, start + _BATCH))]
-        cases = [_phantom_anatomy(rng, grid, bias_terms, bias_field) for rng in rngs]
-        smooth = gaussian_filter(np.stack([case[0] for case in cases]), sigma)
-        images += [_noisy_normalised(rng, sm, case[3], noise) for rng, sm, case in zip(rngs, smooth, cases)]
-        labels += [case[1] for case in cases]
-        tissue += [case[2] for case in cases]
-        clean += [case[4] for case in cases]
-    return PhantomSet(np.stack(images), np.stack(labels), np.stack(tissue), np.stack(clean) if return_clean else None)
+    images = np.zeros((n, 4, *shape), dtype=np.float32)
+    labels = np.empty((n, *shape), dtype=np.int64)
+    tissue = np.empty((n, *shape), dtype=np.int64)
+    clean = np.empty((n, 4, *shape), dtype=np.float32) if return_clean else None
+    batch = max(1, min(_BATCH, _BATCH_VOXELS // int(np.prod(shape))))
+    for start in range(0, n, batch):
+        part = slice(start, min(n, start + batch))
+        rngs = [np.random.default_rng(seed + i) for i in range(part.start, part.stop)]
+        biased, head, maps = _phantom_batch(rngs, grid, bias_terms, bias_field, labels[part], tissue[part])
+        _noisy_normalised(rngs, gaussian_filter(biased, sigma), head, noise, images[part])
+        if clean is not None:
+            clean[part] = maps
+    return PhantomSet(images, labels, tissue, clean)
 
 
 def labels_to_classes(labels):
