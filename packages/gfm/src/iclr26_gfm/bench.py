@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
-from iclr26_shared.device import current_threads, worker_budget
-from iclr26_shared.parallel import parallel_map
+from iclr26_shared.parallel import fan_out
 
-from .baselines import MirrorFM, PlainFM, ProjectedFM, ReflectedFM, RejectionFM, truncated_log_prob
+from .baselines import MirrorFM, PlainFM, ReflectedFM, RejectionFM, truncated_log_prob
 from .data import make_target, sample_target
 from .gauge import uniform_ball
 from .metrics import (
@@ -39,6 +38,7 @@ from .metrics import (
     violation_rate,
 )
 from .model import GaugeFlowMatching
+from .projection import project
 from .sets import Polytope
 
 PAPER = "Gauge Flow Matching: Efficient Constrained Generative Modeling over General Convex Set and Beyond"
@@ -80,7 +80,7 @@ class Config:
     n_mmd: int
     n_nll: int
     workers: int
-    """Worker processes for the trainings and evaluations, capped at the caller's threads (``worker_budget``)."""
+    """Worker processes for the trainings and evaluations, capped at the caller's threads (``fan_out``)."""
 
 
 CONFIGS = {
@@ -88,8 +88,10 @@ CONFIGS = {
                     200, 1),
     # quick: MMD (reported, not gated) on 1,000 points: 2,000 cost ~7 s of the 120 s budget per seed; 2,000 training
     # steps for every method (1,000 before the trainings ran in two workers; chosen on the tuning seeds 101/202/303,
-    # where GFM/ReflectedFM went from 1.26 / 1.26 / 1.85 to 1.14 / 1.10 / 1.51)
-    "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 5000, 2000, (128, 128, 128), 512, 2000, 100, 2000, 5, 300,
+    # where GFM/ReflectedFM went from 1.26 / 1.26 / 1.85 to 1.14 / 1.10 / 1.51). SW2 on 3,000 samples per method
+    # against 10,000 truth points (was 2,000 against 5,000, whose sampling noise, sd 10-25% of a row on the same net,
+    # was most of the per-seed spread of the GFM / ReflectedFM ratio; 4,000 cost ~3 s over the 120 s; issue 33)
+    "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 10000, 2000, (128, 128, 128), 512, 3000, 100, 2000, 5, 300,
                     False, 1000, 1000, 2),
     "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 1500, (128, 128, 128), 512,
                    10000, 100, 2000, 5, 1000, True, 2000, 1000, 2),
@@ -163,11 +165,8 @@ def _data(target: str, dim: int, seed: int, cfg: Config):
     return X, C, sample_target(target, cfg.n_truth, dim, seed=20_000 + seed)
 
 
-def _fit_job(job: tuple) -> tuple[tuple, object]:
-    """One training: ``job = (kind, target, dim, seed, steps, cfg, device, threads)`` → ``(key, fitted estimator)``
-    with ``key = (kind, target, seed)``; runs on ``threads`` torch threads (in a worker process or in this one)."""
-    kind, target, dim, seed, steps, cfg, device, threads = job
-    torch.set_num_threads(threads)
+def _fit_job(kind: str, target: str, dim: int, seed: int, steps: int, cfg: Config, device: str):
+    """One training of method ``kind`` on a target and seed; returns the fitted estimator."""
     X, C, _ = _data(target, dim, seed, cfg)
     common = {"hidden": cfg.hidden, "batch_size": cfg.batch_size, "n_steps_train": steps, "seed": seed,
               "device": device, **TRAINING}
@@ -179,29 +178,35 @@ def _fit_job(job: tuple) -> tuple[tuple, object]:
         est = ReflectedFM(C, **common)
     else:
         est = MirrorFM(C, **common)
-    return (kind, target, seed), est.fit(X)
+    return est.fit(X)
 
 
 def _evaluate_target(target: str, dim: int, seed: int, cfg: Config, fitted: dict) -> list[dict]:
     """Rows of every method on one main target and seed from the fitted ``gfm``/``plain``/``reflected`` (no
     timing: that runs alone in the main process, :func:`_time_target`)."""
     _, C, truth = _data(target, dim, seed, cfg)
-    floor = sample_target(target, cfg.n_truth, dim, seed=30_000 + seed)
+    floor = sample_target(target, cfg.n_sample, dim, seed=30_000 + seed)
     sw2 = SlicedW2To(truth, 512, seed=0)
     gfm, plain, reflected = fitted["gfm"], fitted["plain"], fitted["reflected"]
     n, steps = cfg.n_sample, cfg.euler_steps
-    projected, rejection = ProjectedFM.from_fitted(plain, C), RejectionFM.from_fitted(plain, C)
-    methods = {"GFM(reflect)": gfm, "PlainFM": plain, "ProjectedFM": projected, "RejectionFM": rejection,
-               "ReflectedFM": reflected}
-    rows = []
+    rejection = RejectionFM.from_fitted(plain, C)
+    methods = {"GFM(reflect)": gfm, "PlainFM": plain, "RejectionFM": rejection, "ReflectedFM": reflected}
+    rows, drawn = [], {}
     for name, est in methods.items():
         start = time.perf_counter()
-        S = est.sample(n, steps)
+        drawn[name] = S = est.sample(n, steps)
         extra = {"sample_seconds": time.perf_counter() - start,
                  "train_seconds": getattr(est, "train_seconds_", float("nan"))}
         if name == "RejectionFM":
             extra["acceptance"] = est.acceptance_
         rows.append(_evaluate(name, target, seed, C, S, truth, cfg, sw2, **extra))
+    # ProjectedFM projects PlainFM's own draw (common random numbers; no second sampling of the same net)
+    plain_row = next(r for r in rows if r["method"] == "PlainFM")
+    start = time.perf_counter()
+    S_proj = project(C, drawn["PlainFM"].to(torch.float64))
+    rows.insert(2, _evaluate("ProjectedFM", target, seed, C, S_proj, truth, cfg, sw2,
+                             sample_seconds=plain_row["sample_seconds"] + time.perf_counter() - start,
+                             train_seconds=plain_row["train_seconds"]))
     x_nll = _nll_points(C, truth, cfg.n_nll)
     lp_plain = plain.log_prob(x_nll, steps)
     nll = _test_nll({"GFM(reflect)": gfm.log_prob(x_nll, steps), "PlainFM": lp_plain,
@@ -244,13 +249,11 @@ def _evaluate_extra(target: str, dim: int, seed: int, cfg: Config, fitted: dict)
     return rows
 
 
-def _evaluate_job(job: tuple) -> tuple[tuple, list[dict]]:
-    """``job = (target, dim, seed, cfg, fitted, threads)`` → ``((target, seed), rows)``, main targets by
-    :func:`_evaluate_target`, the others by :func:`_evaluate_extra`."""
-    target, dim, seed, cfg, fitted, threads = job
-    torch.set_num_threads(threads)
+def _evaluate_job(target: str, dim: int, seed: int, cfg: Config, fitted: dict) -> list[dict]:
+    """The rows of a target and seed: main targets by :func:`_evaluate_target`, the others by
+    :func:`_evaluate_extra`."""
     main = target in dict(cfg.targets)
-    return (target, seed), (_evaluate_target if main else _evaluate_extra)(target, dim, seed, cfg, fitted)
+    return (_evaluate_target if main else _evaluate_extra)(target, dim, seed, cfg, fitted)
 
 
 def _time_target(fitted: dict, cfg: Config, device: str) -> dict[str, float]:
@@ -263,10 +266,10 @@ def _time_target(fitted: dict, cfg: Config, device: str) -> dict[str, float]:
                           time.process_time if torch.device(device).type == "cpu" else time.perf_counter)
 
 
-def _run_seeds(cfg: Config, seeds: list[int], device: str, workers: int, threads: int) -> list[dict]:
+def _run_seeds(cfg: Config, seeds: list[int], device: str, workers: int) -> list[dict]:
     """Every row of the benchmark on ``seeds``: the trainings (costliest first), then the evaluations, each in up
-    to ``workers`` processes of ``threads`` torch threads (``workers = 1``: in this process), then the timings
-    alone in this process on one thread. The rows do not depend on ``workers`` (each job seeds its own generators)."""
+    to ``workers`` processes within the caller's threads (``fan_out``), then the timings alone in this process on
+    one thread. The rows do not depend on ``workers`` (each job seeds its own generators)."""
     units = [(t, d, s) for s in seeds for t, d in cfg.targets] + [("lshape-star", 2, s) for s in seeds]
     if cfg.mirror:
         units.append(("box-arcsine", 2, seeds[0]))
@@ -276,13 +279,14 @@ def _run_seeds(cfg: Config, seeds: list[int], device: str, workers: int, threads
         kinds = (("gfm", "plain", "reflected") if target in main
                  else ("gfm", "mirror") if target == "box-arcsine" else ("gfm",))
         steps = cfg.lshape_steps if target == "lshape-star" else cfg.train_steps
-        jobs += [(kind, target, dim, s, steps, cfg, device, threads) for kind in kinds]
+        jobs += [(kind, target, dim, s, steps, cfg, device) for kind in kinds]
     jobs.sort(key=lambda job: -COST_PER_STEP[job[0]] * job[4])          # stable: ties keep the seed order
     fitted: dict[tuple, dict] = {}
-    for (kind, target, s), est in parallel_map(_fit_job, jobs, jobs=workers):
+    trained = fan_out({(job[0], job[1], job[3]): (_fit_job, job) for job in jobs}, device=device, wanted=workers)
+    for (kind, target, s), est in trained.items():
         fitted.setdefault((target, s), {})[kind] = est
-    evaluated = dict(parallel_map(_evaluate_job, [(t, d, s, cfg, fitted[t, s], threads) for t, d, s in units],
-                                  jobs=workers))
+    evaluated = fan_out({(t, s): (_evaluate_job, (t, d, s, cfg, fitted[t, s])) for t, d, s in units},
+                        device=device, wanted=workers)
     rows, pool = [], torch.get_num_threads()
     torch.set_num_threads(1)  # CPU time of one thread: with two, process_time adds the pool's spinning
     try:
@@ -400,11 +404,10 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     """The ``gfm`` reproduction at ``scale`` (see ``CONFIGS``) on seeds ``derive_seeds(seed, n_seeds)``.
 
     Trainings and evaluations run in up to ``cfg.workers`` processes within the caller's threads
-    (``worker_budget``; one on a GPU), each with an equal share of them; the results do not depend on it."""
+    (``fan_out``; in this process on a GPU), each with an equal share of them; the results do not depend on it."""
     cfg = CONFIGS[scale]
     seeds = derive_seeds(seed, cfg.n_seeds)
-    workers = worker_budget(cfg.workers) if torch.device(device).type == "cpu" else 1
-    rows = _run_seeds(cfg, seeds, device, workers, max(1, current_threads() // workers))
+    rows = _run_seeds(cfg, seeds, device, cfg.workers)
     claims, metrics = _claims(rows, cfg, seeds)
     return Result(metrics=metrics, rows=rows, claims=claims)
 
