@@ -146,7 +146,10 @@ class _Scaled(nn.Module):
     RMS of that type's weights); both are pooled over nodes and instances, so the GNN stays permutation
     equivariant. Linear rows get one more input column: with per-variable scaling, the per-row z-score of the
     load, ``(h_r − h_mean[r]) / h_std[r]`` (``h_mean``, ``h_std`` of shape ``(q,)``), zero otherwise.
-    Targets: ``y_mean`` and ``y_std`` are scalars (pooled) or ``(n,)`` vectors (one per variable position).
+    Targets: ``y_mean`` and ``y_std`` are scalars (pooled) or ``(n,)`` vectors (one per variable position);
+    ``y_std`` is the loss scale. ``out_std`` (``(n,)`` with per-variable scaling, else unused) is the output scale:
+    the network predicts each variable's own z-score ``(x_j − y_mean[j]) / out_std[j]``, so one shared readout
+    need not produce outputs whose spread differs by orders of magnitude across variables.
     Per-position buffers tie the model to one instance layout (a power grid's variables); pooled ones do not.
     """
 
@@ -155,6 +158,7 @@ class _Scaled(nn.Module):
         self.task = _check_task(task)
         self.register_buffer("y_mean", torch.zeros(()))
         self.register_buffer("y_std", torch.ones(()))
+        self.register_buffer("out_std", torch.ones(()))
         self.register_buffer("h_mean", torch.zeros(0))
         self.register_buffer("h_std", torch.ones(0))
         for t, d in NODE_DIMS.items():
@@ -165,7 +169,7 @@ class _Scaled(nn.Module):
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # the target and load buffers change shape with the scaling mode: take the saved shapes
-        for name in ("y_mean", "y_std", "h_mean", "h_std"):
+        for name in ("y_mean", "y_std", "out_std", "h_mean", "h_std"):
             saved = state_dict.get(prefix + name)
             if saved is not None and saved.shape != getattr(self, name).shape:
                 setattr(self, name, torch.empty_like(saved))
@@ -197,10 +201,12 @@ class _Scaled(nn.Module):
         return self.y_mean, self.y_std
 
     def unscale(self, z: torch.Tensor, batch) -> torch.Tensor:
-        """Model output in data units: ``z · std + mean`` (logits pass through)."""
+        """Model output in data units: ``z · std + mean`` (logits pass through), ``std = out_std`` per variable."""
         if self.task == "feasibility":
             return z
         mean, std = self.target_scale(batch)
+        if self.task == "solution" and self.per_variable:
+            std = self.out_std[_positions(batch, "var", self.out_std.numel())]
         return z * std + mean
 
 
