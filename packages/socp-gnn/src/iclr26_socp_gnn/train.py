@@ -226,7 +226,7 @@ def evaluate(model, test, task: str | None = None, device="cpu", project: bool =
     same restoration started from that fixed point instead of x̂ (e.g. the training mean), under ``prox_centre_*``.
 
     Raises:
-        ValueError: ``task`` differs from the model's, or ``project``/``radius`` for a task other than
+        ValueError: ``task`` differs from the model's, or ``project``/``prox_step`` for a task other than
             ``'solution'``.
     """
     _check_items(test, "test")
