@@ -10,6 +10,7 @@ import time
 import pytest
 from iclr26_bench.cli import main
 from iclr26_bench.report import load_results
+from joblib.externals.loky import get_reusable_executor
 
 FAKE = '''
 import os
@@ -81,7 +82,11 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "fake_bench_mod", raising=False)  # loaded by an earlier test from its site
     monkeypatch.setenv("PYTHONPATH", str(site))
-    return site
+    # joblib reuses its worker processes across calls: workers started before this test (by any earlier test in
+    # this process) know neither this site nor its entry points, so start fresh ones, and leave none behind
+    get_reusable_executor().shutdown(wait=True)
+    yield site
+    get_reusable_executor().shutdown(wait=True)
 
 
 def test_list_discovers_entry_points(fake, capsys):
