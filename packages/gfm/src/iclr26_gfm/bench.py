@@ -86,13 +86,11 @@ class Config:
 CONFIGS = {
     "smoke": Config((("simplex-dirichlet", 2),), 2, 1000, 500, 60, (32, 32), 128, 500, 10, 200, 1, 30, False, 200,
                     200, 1),
-    # quick: MMD (reported, not gated) on 1,000 points: 2,000 cost ~7 s of the 120 s budget per seed; 2,000 training
-    # steps for every method (1,000 before the trainings ran in two workers; chosen on the tuning seeds 101/202/303,
-    # where GFM/ReflectedFM went from 1.26 / 1.26 / 1.85 to 1.14 / 1.10 / 1.51). SW2 on 3,000 samples per method
-    # against 10,000 truth points (was 2,000 against 5,000, whose sampling noise, sd 10-25% of a row on the same net,
-    # was most of the per-seed spread of the GFM / ReflectedFM ratio; 4,000 cost ~3 s over the 120 s; issue 33)
-    # 1,700 steps and the sampling-time claim on 1,000 points in 4 rounds: with 2,000 steps, 2,000 points in 5 rounds
-    # and the larger SW2 samples quick took 135 s idle at --threads 2 (the timing alone 25 s)
+    # quick: MMD (reported, not gated) on 1,000 points: 2,000 cost ~7 s of the 120 s budget per seed. SW2 on 3,000
+    # samples per method against 10,000 truth points (was 2,000 against 5,000, whose sampling noise, sd 10-25% of a
+    # row on the same net, was most of the per-seed spread of the GFM / ReflectedFM ratio; issue 33). 1,700 training
+    # steps for every method and the sampling-time claim on 1,000 points in 4 rounds: with 2,000 steps (chosen on the
+    # tuning seeds 101/202/303) and 2,000 points in 5 rounds quick took 135 s idle at --threads 2
     "quick": Config((("simplex-dirichlet", 3),), 3, 5000, 10000, 1700, (128, 128, 128), 512, 3000, 100, 1000, 4, 300,
                     False, 1000, 1000, 2),
     "full": Config((("simplex-dirichlet", 3), ("hexagon-rings", 2)), 5, 20000, 10000, 1500, (128, 128, 128), 512,
