@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 from iclr26_smsn import SMSN, PhantomDataset, evaluate_subsets, fit, make_phantom, subset_masks
-from iclr26_smsn.bench import BENCHMARK
+from iclr26_smsn.bench import BENCHMARK, phantom_throughput
 from iclr26_smsn.cli import main
 
 
@@ -85,6 +85,15 @@ def test_bench_smoke_schema(tmp_path, monkeypatch):
     assert {n.rsplit("_", 1)[1] for n in names if n.startswith("smsn_vs_")} == {"overall", "hard"}
     assert all(isinstance(c["holds"], bool) for c in d["claims"])
     assert next(c for c in d["claims"] if c["name"] == "mask_no_leakage")["holds"]
+
+
+def test_phantom_throughput_counts_slices_per_cpu_second(monkeypatch):
+    """The throughput divides the slices by the CPU seconds make_phantom took (here a clock that advances 0.5 s)."""
+    from iclr26_smsn import bench
+
+    ticks = iter([10.0, 10.5])
+    monkeypatch.setattr(bench.time, "process_time", lambda: next(ticks))
+    assert phantom_throughput(n=4, size=16) == pytest.approx(8.0)
 
 
 def test_cli_says_claim_not_reproduced(tmp_path, capsys):

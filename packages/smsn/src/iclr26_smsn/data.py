@@ -286,20 +286,19 @@ def _lesion(rng: np.random.Generator, coords: list[np.ndarray], semi: list[float
     reach = r_ed * (1.0 + sum(amp for _, amp, _, _ in ed_shape)) * (1.0 + 1e-9)
     near = np.flatnonzero(brain & (_distance(coords, centre) <= reach))
     dist, theta, phi = _polar([c.reshape(-1)[near] for c in coords], centre)
-    wt = dist <= _radial(r_ed, ed_shape, theta, phi)
-    tc = wt & (dist <= _radial(r_tc, _radial_coeffs(rng, three_d), theta, phi))
-    ncr = tc & (dist <= _radial(r_ncr, _radial_coeffs(rng, three_d), theta, phi))
-    flat = labels.reshape(-1)
-    flat[near[wt]] = 2
-    if rng.uniform() < 0.1:  # low-grade case: no enhancing tumour, the whole core is NCR
-        flat[near[tc]] = 1
-    else:
+    # each region is evaluated only inside its parent (WT ⊇ TC ⊇ NCR): positions into ``near``
+    wt = np.flatnonzero(dist <= _radial(r_ed, ed_shape, theta, phi))
+    tc = wt[dist[wt] <= _radial(r_tc, _radial_coeffs(rng, three_d), theta[wt], phi if phi is None else phi[wt])]
+    rim = tc[dist[tc] > _radial(r_ncr, _radial_coeffs(rng, three_d), theta[tc], phi if phi is None else phi[tc])]
+    lesion = np.zeros(len(near), dtype=labels.dtype)  # the labels at the voxels ``near`` (zero elsewhere)
+    lesion[wt] = 2
+    lesion[tc] = 1
+    if rng.uniform() >= 0.1:  # else a low-grade case: no enhancing tumour, the whole core is NCR
         # Incomplete ring enhancement: only an arc of the rim enhances (the rest is necrosis), so the
         # rim's place next to the necrotic core does not give ET away without T1ce.
-        arc = np.cos(theta - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
-        flat[near[tc]] = 1
-        flat[near[tc & ~ncr & arc]] = 4
-    lesion = flat[near]  # labels are non-zero only at the voxels ``near``
+        arc = np.cos(theta[rim] - rng.uniform(-np.pi, np.pi)) > rng.uniform(-ARC_COS, ARC_COS)
+        lesion[rim[arc]] = 4
+    labels.reshape(-1)[near] = lesion
     for lab, tis in _TISSUE_OF_LABEL.items():
         tissue.reshape(-1)[near[lesion == lab]] = tis
 
@@ -327,14 +326,16 @@ def _phantom_batch(rngs: list[np.random.Generator], grid: list[np.ndarray], bias
         gains.append(rng.uniform(0.9, 1.1, size=4))
         coefs.append([rng.normal() for _ in bias_terms])
     ndim = len(grid)
-    clean = np.moveaxis(TISSUE_MEANS[tissue], -1, 1)  # (B, 4, *shape) float32
+    clean = np.stack([means[tissue] for means in TISSUE_MEANS.T], axis=1)  # (B, 4, *shape) float32
     gain = np.array(gains).reshape(len(rngs), 4, *(1,) * ndim)
     coef = np.array(coefs).T.reshape(len(bias_terms), len(rngs), *(1,) * ndim)
     poly = sum(c * p for c, p in zip(coef, bias_terms))
     axes = tuple(range(1, ndim + 1))
     low, high = poly.min(axis=axes, keepdims=True), poly.max(axis=axes, keepdims=True)
     poly = 2 * (poly - low) / np.maximum(high - low, 1e-9) - 1
-    return clean * gain * (1 + bias_field * poly)[:, None], head, clean
+    biased = clean * gain
+    biased *= (1 + bias_field * poly)[:, None]
+    return biased, head, clean
 
 
 def _noisy_normalised(rngs: list[np.random.Generator], smooth: np.ndarray, head: np.ndarray, noise: float,
@@ -355,16 +356,15 @@ def _noisy_normalised(rngs: list[np.random.Generator], smooth: np.ndarray, head:
     n2 *= n2
     img += n2
     np.sqrt(img, out=img)
-    channels = (slice(None),) + (None,) * (img.ndim - 2)
     for b in range(len(rngs)):
         idx = np.flatnonzero(head[b])
         inside = img[b].reshape(len(img[b]), -1)[:, idx]
         # the operations of numpy's mean and std (sum / n; sum of squared deviations / n), sharing the deviations
         mean = inside.sum(axis=1) / len(idx)
         dev = inside - mean[:, None]
-        sd = np.sqrt((dev * dev).sum(axis=1) / len(idx))
-        np.copyto(out[b], (img[b] - mean[channels]) / np.maximum(sd, 1e-6)[channels], where=head[b],
-                  casting="same_kind")
+        sd = np.sqrt(np.square(dev, out=inside).sum(axis=1) / len(idx))
+        dev /= np.maximum(sd, 1e-6)[:, None]
+        out[b].reshape(len(dev), -1)[:, idx] = dev
 
 
 def _quadratic_terms(x: list[np.ndarray]) -> list[np.ndarray]:
