@@ -3,7 +3,7 @@
 Every scale runs the compared methods on each seed of ``derive_seeds(seed, k)`` (scene, initialisation and
 noise from that seed; k = 2 smoke, 3 quick, 5 full and paper) and pairs ours with its baselines over those
 seeds; Fisher, AllViews, the L2 and noise-free pose runs and the symmetric scene run on the first seed only.
-Each run is one process-parallel job (joblib splits the threads).
+Each run is one process-parallel job (`fan_out` splits the threads).
 - ``smoke``: 16x16 images, N = 100, 3 views, 3 + 3 iterations; every method and pose mode, no gating.
 - ``quick``: 64x64, 40 candidates, 12 test views, N = 600, 2 -> 5 views, 30 iterations per round + 60;
   ours, FarthestView, the CapOracle (the candidates nearest -x) and Random (5 draws per seed, averaged);
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from iclr26_shared.bench import Benchmark, Claim, Result, derive_seeds
 from iclr26_shared.datasets import data_root
-from iclr26_shared.device import worker_budget
+from iclr26_shared.parallel import fan_out
 
 from .cameras import fibonacci_directions
 from .io import read_image, write_png
@@ -141,15 +141,11 @@ def _scene_to(scene: SyntheticObjectScene, device: str) -> SyntheticObjectScene:
 
 
 def _run_jobs(jobs: list[dict], cfg: dict, device: str, job_fn=None) -> list[dict]:
-    """``job_fn(job, cfg, device)`` (default ``_job``) for every job, ``cfg["jobs"]`` processes on the CPU."""
-    job_fn = job_fn or _job
-    n_jobs = cfg["jobs"] if device == "cpu" else 1
-    if n_jobs == 1:
-        return [job_fn(j, cfg, device) for j in jobs]
-    from joblib import Parallel, delayed
-
-    n_jobs = min(worker_budget(n_jobs), len(jobs))  # within the caller's thread budget (--threads)
-    return Parallel(n_jobs=n_jobs)(delayed(job_fn)(j, cfg, device) for j in jobs)
+    """``job_fn(job, cfg, device)`` (default ``_job``) for every job, in up to ``cfg["jobs"]`` worker processes on
+    the CPU (within --threads); results in the jobs' order."""
+    done = fan_out({i: (job_fn or _job, (job, cfg, device)) for i, job in enumerate(jobs)}, device=device,
+                   wanted=cfg["jobs"])
+    return list(done.values())
 
 
 def _montage(path: pathlib.Path, outputs: dict[str, dict]) -> pathlib.Path:

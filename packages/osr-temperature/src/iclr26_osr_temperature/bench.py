@@ -24,8 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from iclr26_shared.bench import Benchmark, Claim, Result, atomic_path, check_scale, derive_seeds
-from iclr26_shared.device import worker_budget
-from joblib import Parallel, delayed
+from iclr26_shared.parallel import fan_out
 from torch import nn
 
 from . import data, schedules
@@ -206,8 +205,8 @@ def run(scale: str, device: str, seed: int, out_dir: pathlib.Path) -> Result:
     arms = "abcd" if cfg.endpoint_arms else "ab"
     jobs = [(arm, s, sd) for s in cfg.splits for sd in seeds for arm in arms]
     runner = run_tinyimagenet if scale == "paper" else run_digits
-    n_jobs = 1 if device.startswith("cuda") else worker_budget(cfg.n_jobs)
-    runs = Parallel(n_jobs=n_jobs)(delayed(runner)(arm, s, sd, cfg.epochs, scale, device) for arm, s, sd in jobs)
+    runs = list(fan_out({job: (runner, (*job, cfg.epochs, scale, device)) for job in jobs}, device=device,
+                        wanted=cfg.n_jobs).values())  # within --threads
     runs = sorted(runs, key=lambda r: (r["arm"], r["split"], r["seed"]))
 
     rows = []
