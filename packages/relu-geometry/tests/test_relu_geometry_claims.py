@@ -2,25 +2,25 @@
 import numpy as np
 import pytest
 from iclr26_relu_geometry.bench import (
-    SIGMA,
     _gap_claims,
     _memorisation_claims,
     _self_influence_claim,
     _slope_claims,
+    _wide_claim,
     seed_slopes,
 )
 from iclr26_shared.bench import derive_seeds
 
 
 def _rows(gaps: dict[float, list[float]], train: dict[float, list[float]], seeds, diverged=()):
-    return [{"family": "beta", "n": 512, "alpha": a, "seed": s, "gap": gaps[a][i], "train_mse": train[a][i],
+    return [{"family": "beta", "n": 512, "alpha": a, "seed": s, "gap": gaps[a][i], "train_over_noise": train[a][i],
              "diverged": (a, s) in diverged}
             for a in gaps for i, s in enumerate(seeds)]
 
 
 SEEDS = derive_seeds(3, 3)
 GAPS = {0.0: [0.20, 0.17, 0.16], 0.3: [0.15, 0.13, 0.11], 1.5: [0.08, 0.06, 0.07], 5.0: [0.03, 0.01, 0.04]}
-TRAIN = {a: [SIGMA**2 * (0.65 if a == 0 else 0.9)] * 3 for a in GAPS}
+TRAIN = {a: [0.65 if a == 0 else 0.9] * 3 for a in GAPS}  # train MSE / drawn noise energy
 
 
 def test_gap_contrast_is_paired_and_fails_when_planted_worse():
@@ -36,7 +36,7 @@ def test_gap_contrast_is_paired_and_fails_when_planted_worse():
 def test_memorisation_is_paired_with_margin_and_drops_diverged_seeds():
     contrast, sphere, deep = _memorisation_claims(_rows(GAPS, TRAIN, SEEDS), 512)
     assert contrast.holds and sphere.holds and deep.holds and contrast.per_seed["n"] == 3
-    close = {**TRAIN, 5.0: [SIGMA**2 * 0.75] * 3}  # α = 5 fits the noise too: difference 0.1 < margin 0.15
+    close = {**TRAIN, 5.0: [0.75] * 3}  # α = 5 fits the noise too: difference 0.1 < margin 0.15
     assert not _memorisation_claims(_rows(GAPS, close, SEEDS), 512)[0].holds
     rows = _rows(GAPS, TRAIN, SEEDS, diverged={(5.0, SEEDS[1])})
     assert _gap_claims(rows, 512)[0].per_seed["seeds"] == [SEEDS[0], SEEDS[2]]
@@ -73,3 +73,14 @@ def test_slope_claims_are_per_seed_fits_paired_over_seeds():
     assert not same[0].holds
     noisy = _slope_claims(_slope_rows(planted, 0.5))  # gaps off by ~50% per point: the slopes are not measured
     assert not noisy[1].holds
+
+
+def test_wide_claim_needs_every_seed_at_the_edge_with_live_neurons():
+    def row(seed, lam, dead):
+        return {"seed": seed, "sharpness": lam, "eta": 0.2, "dead_fraction": dead, "init_scale": 0.3,
+                "diverged": False, "width": 1024, "n": 512}
+
+    good = [row(s, 9.9, 0.02) for s in SEEDS]
+    assert _wide_claim(good).holds and str(SEEDS[2]) in _wide_claim(good).measured
+    assert not _wide_claim([*good[:2], row(SEEDS[2], 9.9, 0.2)]).holds  # one seed with 20% dead neurons
+    assert not _wide_claim([*good[:2], row(SEEDS[2], 5.5, 0.02)]).holds  # one seed far below 2/η

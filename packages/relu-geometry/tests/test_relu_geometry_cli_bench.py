@@ -144,7 +144,9 @@ def test_benchmark_smoke_writes_the_json_contract(tmp_path):
     assert {c["name"] for c in res["claims"]} >= {"beos_holds", "geometry_ordering", "memorisation_contrast",
                                                   "memorisation_self_influence", "wide_edge_of_stability"}
     sphere = next(r for r in res["rows"] if r["method"] == "sphere")
-    assert sphere["gap"] == pytest.approx(sphere["test_mse_clean"] + 0.25 - sphere["train_mse"])
+    assert sphere["gap_sigma"] == pytest.approx(sphere["test_mse_clean"] + 0.25 - sphere["train_mse"])
+    assert sphere["gap"] == pytest.approx(sphere["test_mse_clean"] + 0.25 * (1 - sphere["train_over_noise"]))
+    assert sphere["train_over_noise"] == pytest.approx(sphere["train_mse"] / sphere["noise_energy"])
     assert 0 < sphere["self_influence"] <= 1
     assert all(isinstance(c["holds"], bool) for c in res["claims"])
     assert all((tmp_path / f).exists() for f in res["figures"])

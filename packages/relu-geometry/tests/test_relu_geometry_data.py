@@ -15,6 +15,7 @@ from iclr26_relu_geometry import (
     load_mnist_local,
     make_data,
     make_targets,
+    target_function,
 )
 from scipy import stats
 
@@ -71,6 +72,13 @@ def test_targets_share_the_function_and_add_noise_of_level_sigma():
     np.testing.assert_array_equal(clean, clean2)
     assert abs(np.std(noisy - clean) - 0.5) < 0.01 and not np.array_equal(noisy, noisy2)
     assert np.all(make_targets(X, kind="zero", noise=0.0)[1] == 0)
+
+
+def test_make_data_returns_the_training_clean_targets_and_noise_of_energy_sigma2():
+    X, y, _, _, _, clean = make_data(RunConfig(alpha=1.0, n=4000, n_test=100, seed=5))
+    assert torch.allclose(clean, torch.from_numpy(target_function(X.numpy())).float(), atol=1e-5)
+    energy = float(torch.mean((y - clean) ** 2)) / 0.25
+    assert abs(energy - 1) < 4 * np.sqrt(2 / 4000) and energy != 1.0
 
 
 def test_digits_are_scaled_to_unit_max_norm():

@@ -99,7 +99,7 @@ def _sphere_problem(n=128, seed=0):
 
 
 def test_same_seed_gives_bitwise_identical_history():
-    X, y, Xt, yt, ct = _sphere_problem(64)
+    X, y, Xt, yt, ct, _ = _sphere_problem(64)
     hists = []
     for _ in range(2):
         model = TwoLayerReLU(5, 32, generator=torch.Generator().manual_seed(3))

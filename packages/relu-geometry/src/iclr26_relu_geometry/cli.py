@@ -165,7 +165,8 @@ def cmd_fit(args) -> int:
     write_json_atomic(path, {"config": asdict(config), "data_files": files, "row": row, "history": hist.to_dict(),
                              "state": state})
     test = f"  test MSE {row['test_mse']:.4f}  noisy gap {row['gap_noisy']:.4f}" if hist.test_mse else ""
-    gap = "" if data else f"  gap {row['gap']:.4f} (clean test MSE {row['test_mse_clean']:.4f} + σ² − train)"
+    gap = "" if data else (f"  gap {row['gap']:.4f} (clean test MSE {row['test_mse_clean']:.4f} + σ²·(1 − train "
+                           f"MSE/noise energy {row['noise_energy']:.4f}))")
     print(f"train MSE {row['train_mse']:.4f}{test}{gap}  sharpness {row['sharpness']:.4f}  2/η "
           f"{row['two_over_eta']:.4f}  dead {row['dead_fraction']:.1%}  steps {row['steps_run']}"
           f"{'  DIVERGED' if row['diverged'] else ''}\n-> {path}")

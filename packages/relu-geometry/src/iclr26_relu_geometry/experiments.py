@@ -1,8 +1,11 @@
 """Experiments: one GD run on one data geometry (``RunConfig`` → ``run_experiment``), the sweeps of the paper
 (gap vs n across α; lines vs isotropic data across ambient d; digits vs Gaussian shell) and log-log slope fits.
 
-Gap = clean test MSE + σ² − train MSE (plain MSEs): the expected noisy test MSE minus the train MSE, without the
-variance of fresh test-label noise (std ≈ 0.0055 at 2000 test points, σ = 0.5). The noisy version is ``gap_noisy``.
+Gap = clean test MSE + σ²·(1 − train MSE/ε̄²) (plain MSEs), ε̄² = mean((y − y*)²) the label-noise energy actually
+drawn for the training set: the expected noisy test MSE minus the train MSE rescaled to the nominal noise level σ².
+A train MSE carries the luck of its own noise draw (ε̄²/σ² has standard deviation sqrt(2/n): ±0.011 at n = 1024,
+σ = 0.5, as large as the gap at α = 5); dividing it out removes that term and leaves the same gap in expectation.
+``gap_sigma`` = clean test MSE + σ² − train MSE keeps the noise draw; ``gap_noisy`` also has fresh test-label noise.
 """
 from __future__ import annotations
 
@@ -84,7 +87,8 @@ def make_data(config: RunConfig, device: str | torch.device = "cpu"):
     """Train and test sets of one run, drawn from one seeded distribution.
 
     Returns:
-        ``(X (n, d), y (n,), X_test (n_test, d), y_test (n_test,), y_test_clean (n_test,))`` float32 tensors.
+        ``(X (n, d), y (n,), X_test (n_test, d), y_test (n_test,), y_test_clean (n_test,), y_clean (n,))`` float32
+        tensors; ``y_clean`` are the training points' clean targets.
     """
     if config.family == "user":
         raise ValueError("family: expected a family make_data can draw, got 'user' (pass the arrays as data=)")
@@ -106,7 +110,7 @@ def make_data(config: RunConfig, device: str | torch.device = "cpu"):
         y, clean = make_targets(X, config.target, config.noise, rng)
     n = config.n
     X, y, clean = (t.to(device) for t in (X, y, clean))
-    return X[:n], y[:n], X[n:], y[n:], clean[n:]
+    return X[:n], y[:n], X[n:], y[n:], clean[n:], clean[:n]
 
 
 def _last(values: list[float]) -> float:
@@ -120,12 +124,15 @@ def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report
         config: the run; its data family is used unless ``data`` is given.
         report: add the activation-report and memorisation numbers.
         data: ``(X (n, d), y (n,), X_test (m, d) | None, y_test (m,) | None, y_test_clean (m,) | None)`` float32
-            tensors to train on instead (a user's own data; without clean test targets ``gap`` is NaN and only
-            ``gap_noisy`` is measured).
+            tensors to train on instead, optionally followed by the clean training targets ``(n,)`` as
+            ``make_data`` returns them (a user's own data; without clean test targets ``gap`` is NaN and only
+            ``gap_noisy`` is measured; without clean training targets ε̄² is taken as σ², so ``gap = gap_sigma``).
 
     Returns:
         ``(row, model, history)``; ``row`` holds the configuration and ``train_mse``, ``test_mse``,
-        ``test_mse_clean``, ``gap`` (clean test MSE + σ² − train MSE), ``gap_noisy`` (noisy test − train MSE),
+        ``test_mse_clean``, ``noise_energy`` (ε̄²), ``train_over_noise`` (train MSE/ε̄²), ``gap`` (clean test MSE
+        + σ²·(1 − train MSE/ε̄²)), ``gap_sigma`` (clean test MSE + σ² − train MSE), ``gap_noisy`` (noisy test
+        − train MSE),
         ``sharpness`` (final λ_max), ``two_over_eta``, ``sharpness_max`` (over the tracked values),
         ``diverged``, ``steps_run``, ``plateaued``, ``init_scale`` (the factor of ``stable_init``), ``dead_fraction``
         (neurons active on no training point), ``path_norm``, ``beos_bound``, ``R``, ``seconds`` and, with
@@ -133,7 +140,10 @@ def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report
         ``self_influence`` (``kernel_self_influence``).
     """
     start = time.perf_counter()
-    X, y, X_test, y_test, y_clean = make_data(config, device) if data is None else data
+    X, y, X_test, y_test, y_clean, y_train_clean = make_data(config, device) if data is None else (
+        data if len(data) == 6 else (*data, None))
+    sigma2 = config.noise**2
+    energy = sigma2 if y_train_clean is None else float(torch.mean((y - y_train_clean) ** 2))
     gen = torch.Generator().manual_seed(config.seed)
     model = TwoLayerReLU(X.shape[1], config.width, init=config.init, generator=gen).to(device)
     scale = (stable_init(model, X, y, config.eta, config.init_sharpness, config.loss_scale)
@@ -146,8 +156,9 @@ def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report
            "diverged": hist.diverged, "steps_run": hist.steps[-1], "plateaued": hist.plateaued, "init_scale": scale}
     nan = float("nan")
     if hist.diverged:
-        row.update(train_mse=nan, test_mse=nan, test_mse_clean=nan, gap=nan, gap_noisy=nan, sharpness=nan,
-                   sharpness_max=nan, dead_fraction=nan, path_norm=nan, beos_bound=nan, R=nan)
+        row.update(train_mse=nan, test_mse=nan, test_mse_clean=nan, noise_energy=energy, train_over_noise=nan,
+                   gap=nan, gap_sigma=nan, gap_noisy=nan, sharpness=nan, sharpness_max=nan, dead_fraction=nan,
+                   path_norm=nan, beos_bound=nan, R=nan)
     else:
         if hist.sharpness_steps and hist.sharpness_steps[-1] == hist.steps[-1]:
             lam = hist.sharpness[-1]
@@ -161,8 +172,12 @@ def run_experiment(config: RunConfig, device: str | torch.device = "cpu", report
             loss = float(mse_loss(model, X, y, config.loss_scale))
             dead = float((model.preactivations(X) > 0).sum(0).eq(0).float().mean())
         train, clean = hist.train_mse[-1], _last(hist.test_mse_clean)
-        row.update(train_mse=train, test_mse=_last(hist.test_mse), test_mse_clean=clean,
-                   gap=clean + config.noise**2 - train, gap_noisy=_last(hist.test_mse) - train, sharpness=lam,
+        unfitted = train / energy if energy > 0 else nan  # the share of the drawn noise energy GD left unfitted
+        train_at_sigma = train * sigma2 / energy if energy > 0 else train  # the train MSE at the nominal noise level
+        row.update(train_mse=train, test_mse=_last(hist.test_mse), test_mse_clean=clean, noise_energy=energy,
+                   train_over_noise=unfitted,
+                   gap=clean + sigma2 - train_at_sigma, gap_sigma=clean + sigma2 - train,
+                   gap_noisy=_last(hist.test_mse) - train, sharpness=lam,
                    sharpness_max=max(hist.sharpness), dead_fraction=dead, path_norm=weighted_path_norm(model, X),
                    beos_bound=beos_bound(config.eta, loss, R, X), R=R)
         if report:

@@ -34,7 +34,7 @@ def plot_gap_vs_n(rows: list[dict], key: str, slopes: dict, path, label=str) -> 
         fit = slopes.get(value)
         text = f" (slope {fit['slope']:.2f})" if fit and np.isfinite(fit["slope"]) else ""
         ax.plot(ns, np.maximum(ys, 1e-6), "o-", label=f"{label(value)}{text}")
-    ax.set(xscale="log", yscale="log", xlabel="n", ylabel="gap = clean test MSE + σ² − train MSE")
+    ax.set(xscale="log", yscale="log", xlabel="n", ylabel="gap = clean test MSE + σ²(1 − train MSE/ε̄²)")
     ax.legend(fontsize=8)
     return _save(fig, path)
 
