@@ -102,3 +102,27 @@ def test_rows_do_not_depend_on_the_number_of_workers():
     assert [{k: v for k, v in r.items() if k not in clocks} for r in one] == \
         [{k: v for k, v in r.items() if k not in clocks} for r in two]
     assert {r["method"] for r in one} >= set(METHODS) and len(one) == len(two)
+
+
+def test_timing_takes_turns_and_keeps_each_methods_least_time():
+    """Methods alternate within each round, and a method's time is its least over the rounds (CPU time is only ever
+    inflated by other jobs), read from the clock passed in."""
+    from iclr26_gfm.bench import _timed_samples
+
+    calls = []
+    costs = {"a": [5, 2, 9], "b": [3, 4, 1]}
+
+    def clock():
+        return clock.now
+
+    clock.now = 0
+
+    def sampler(name):
+        def run(n):
+            calls.append((name, n))
+            clock.now += costs[name][sum(c[0] == name for c in calls) - 1]
+        return run
+
+    times = _timed_samples({"a": sampler("a"), "b": sampler("b")}, 7, 3, clock)
+    assert times == {"a": 2, "b": 1}
+    assert [c[0] for c in calls] == ["a", "b"] * 3 and {c[1] for c in calls} == {7}

@@ -91,3 +91,42 @@ def test_radial_and_project_modes():
     assert torch.equal(ball_boundary_step(prev, z, "none"), z)
     with pytest.raises(ValueError, match="mode"):
         ball_boundary_step(prev, z, "clip")
+
+
+def test_inplace_operator_gives_the_copying_operators_numbers():
+    """The sampler's in-place operator writes exactly the rows the copying one returns, and only those."""
+    from iclr26_gfm.gauge import boundary_step_counted
+
+    g = torch.Generator().manual_seed(5)
+    z = uniform_ball(2000, 3, g)
+    z_new = z + 0.2 * torch.randn(2000, 3, generator=g)
+    expected, count = boundary_step_counted(z, z_new, "reflect")
+    target = z_new.clone()
+    out, count_inplace = boundary_step_counted(z, target, "reflect", inplace=True)
+    assert out is target and count_inplace == count > 0 and torch.equal(out, expected)
+
+
+def test_repeated_reflection_equals_reflecting_one_row_at_a_time():
+    """Rows still outside after a reflection recurse on their own: each row's result is that of its own sequence of
+    single reflections (grazing steps need several), whatever the other rows do."""
+    from iclr26_gfm.gauge import _reflect_rows
+
+    g = np.random.default_rng(3)
+    s = g.normal(size=(200, 2))
+    s *= (0.999 + 0.001 * g.random((200, 1))) / np.linalg.norm(s, axis=1, keepdims=True)
+    tangent = np.stack([-s[:, 1], s[:, 0]], axis=1)
+    e = s + g.uniform(0.1, 3.0, (200, 1)) * tangent + 0.02 * s                     # grazing, long steps
+    batch, reflections = _reflect_rows(s, e, 8), []
+    for i in range(200):
+        si, ei = s[i:i + 1], e[i:i + 1]
+        count = 0
+        while count < 8:
+            si, ei = _reflect_once(si, ei)
+            count += 1
+            if ei @ ei[0] <= 1:
+                break
+        else:
+            ei = ei / np.linalg.norm(ei)
+        reflections.append(count)
+        np.testing.assert_allclose(batch[i], ei[0], rtol=0, atol=1e-12)   # einsum's rounding may differ by a row
+    assert (np.linalg.norm(batch, axis=1) <= 1 + 1e-12).all() and min(reflections) == 1 and max(reflections) == 8

@@ -154,6 +154,8 @@ class FlowEstimator:
         return torch.randn(n, self.dim_, generator=generator, device=generator.device)
 
     def _step_operator(self, z_prev: Tensor, z_new: Tensor, **opts) -> Tensor:
+        """The iterate after the Euler step ``z_prev → z_new`` (``(n, k)``; ``z_new`` is a fresh tensor of the
+        sampler's, which the operator may overwrite)."""
         return z_new
 
     def _data_dim(self) -> int:
@@ -453,7 +455,7 @@ class GaugeFlowMatching(FlowEstimator):
         if mode == "specular":
             z, outside = self.gauge_map.specular_step(z_prev, z_new)
         else:
-            z, outside = boundary_step_counted(z_prev, z_new, mode)
+            z, outside = boundary_step_counted(z_prev, z_new, mode, inplace=True)
         self._outside += outside
         return z
 
