@@ -266,12 +266,17 @@ def test_a_model_saved_without_the_pointer_is_refused_in_one_line(tmp_path):
     state = torch.load(path, weights_only=True)
     state["state_dict"] = {k: v for k, v in state["state_dict"].items() if not k.startswith(("pix.", "ptr_"))}
     torch.save(state, path)
-    with pytest.raises(ValueError, match="before the pointer readout or the stem normalisation; retrain"):
+    with pytest.raises(ValueError, match="the stem normalisation or the dilated pointer conv; retrain"):
         load_policy(path)
     state = torch.load(FSDTiny(seed=0, **SMALL).save(tmp_path / "model.pt"), weights_only=True)
     state["state_dict"] = {k: v for k, v in state["state_dict"].items() if not k.startswith("stem_norm.")}
     torch.save(state, path)
     with pytest.raises(ValueError, match="without stem_norm.bias .written by an earlier version"):
+        load_policy(path)
+    state = torch.load(FSDTiny(seed=0, **SMALL).save(tmp_path / "model.pt"), weights_only=True)
+    state["state_dict"] = {k: v for k, v in state["state_dict"].items() if not k.startswith(("pix.4.", "pix.5."))}
+    torch.save(state, path)  # ce35d88's pointer: two convs, no dilated middle one
+    with pytest.raises(ValueError, match="without pix.4.bias .written by an earlier version"):
         load_policy(path)
 
 
@@ -304,3 +309,21 @@ def test_grounding_decodes_the_box_of_the_given_name(env):
         model.ground(env.images[:5], names[:4])
     with pytest.raises(ValueError, match="forced: expected 5 token lists of one length"):
         model._decode(env.images[:5], prompts, grounding_automaton(model.vocab), forced=[["<ref>"]] * 4)
+
+
+def test_a_written_coordinate_carries_its_pixel_code_on_its_axis():
+    """Issue 29's box consistency: a coordinate token fed back (output or prompt) is embedded with the same code the
+    readout uses, x in the first half and y in the second (by parity), so a box's later corners can follow its
+    first; other tokens are unchanged."""
+    model = FSDTiny(seed=0, d_model=48, n_layers=1, n_heads=4, d_mlp=32)
+    net, v, half = model.net, model.vocab, 24
+    lo = v.stoi["<c0>"]
+    ids = torch.tensor([[v.stoi["<box>"], lo + 5, lo + 9, lo + 20, lo + 30, v.stoi["</box>"]]])
+    extra = (net.embed(ids) - net.tok(ids))[0]
+    code = net.coord_code
+    assert torch.count_nonzero(extra[[0, 5]]) == 0
+    for j, (k, axis) in enumerate(((5, 0), (9, 1), (20, 0), (30, 1)), start=1):
+        assert torch.allclose(extra[j, axis * half:(axis + 1) * half], code[k])
+        assert torch.count_nonzero(extra[j, (1 - axis) * half:(2 - axis) * half]) == 0
+    one = net.embed(ids[:, 2:3], torch.tensor([1])) - net.tok(ids[:, 2:3])  # the cache's count: second -> y
+    assert torch.allclose(one[0, 0, half:], code[9])

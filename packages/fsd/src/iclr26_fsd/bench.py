@@ -52,8 +52,9 @@ CONFIGS = {
     "smoke": Config(n_train=60, n_test=12, d_model=16, n_layers=1, n_heads=2, d_mlp=32, steps=3, batch_size=8,
                     margin=0.05, success_floor=None, gate_quality=False, seeds=2),
     # quick: 3 paired seeds; per seed 1,000 scenes, 50 + 50 test scenes, 400 steps of batch 16 at lr 3e-3 per model
-    # (about 270 CPU seconds with one thread: over the 120 s aim; 120 steps at lr 1e-3 left grounding at chance;
-    # lr 1e-2 and 1.5e-3 grounded worse than 3e-3 on tuning seed 101)
+    # (162-185 CPU seconds with one thread on a shared machine: over the 120 s aim; 120 steps at lr 1e-3 left
+    # grounding at chance; lr 1e-2 and 1.5e-3 grounded worse than 3e-3 on tuning seed 101; 800 steps pass the
+    # grounding gate on tuning seeds 101 / 202 but cost about 300 CPU seconds)
     "quick": Config(n_train=1000, n_test=50, d_model=48, n_layers=2, d_mlp=192, steps=400, batch_size=16, lr=3e-3,
                     margin=0.0, success_floor=None, gate_quality=False, seeds=3),
     # full: 5 paired seeds, sized for <= 15 min on 2 idle cores; the class defaults (1,200 steps of 32 on 6,000

@@ -115,7 +115,8 @@ def load_policy(path: str | os.PathLike, device="cpu") -> TokenPolicy:
     missing = sorted(set(model.net.state_dict()) - set(state["state_dict"]))
     if missing:
         raise ValueError(f"path: expected a model of this iclr26-fsd version, got {path} without {missing[0]} (written "
-                         "by an earlier version, before the pointer readout or the stem normalisation; retrain it)")
+                         "by an earlier version, before the pointer readout, the stem normalisation or the dilated "
+                         "pointer conv; retrain it)")
     model.net.load_state_dict(state["state_dict"])
     model.net.eval()
     return model

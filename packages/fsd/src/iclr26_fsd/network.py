@@ -8,7 +8,9 @@ carries the code of its patch centre (x in the first half of the channels, y in 
 learned position embedding, and the logit of coordinate token ``<ck>`` gets the extra term
 ``h_x . code(k)`` at an x coordinate and ``h_y . code(k)`` at a y coordinate (a tied readout per axis;
 ``h_x``, ``h_y`` = the first and second half of the hidden state). Copying a patch's code to an output then
-already names that patch's coordinate on the right axis, and y never leaks into an x logit. Coordinates
+already names that patch's coordinate on the right axis, and y never leaks into an x logit. The same code is the
+tied input of a written coordinate (``PrefixLM.embed``: ``<ck>`` fed back carries ``code(k)`` in its axis' half),
+so the later corners of a box can follow the object its first corner found. Coordinates
 always come in ``x, y`` pairs, so the axis of an output position is the parity of the coordinate tokens
 before it. Without it a model trained from scratch memorises positions per image instead of
 learning to read them (see the package README, "Why the coordinates were at chance").
@@ -121,7 +123,9 @@ class PrefixLM(nn.Module):
         if cfg.pointer:
             c = cfg.pointer
             # on the stem's first (stride-2) feature map: one cell per 2x2 pixels
-            self.pix = nn.Sequential(nn.Conv2d(32, c, 3, 1, 1), nn.GELU(), nn.Conv2d(c, c, 3, 1, 1), nn.GroupNorm(1, c))
+            # the middle conv dilated: a cell sees 19 px, a whole object (shape, not only colour)
+            self.pix = nn.Sequential(nn.Conv2d(32, c, 3, 1, 1), nn.GELU(), nn.Conv2d(c, c, 3, 1, 2, dilation=2),
+                                     nn.GELU(), nn.Conv2d(c, c, 3, 1, 1), nn.GroupNorm(1, c))
             self.ptr_q = nn.Linear(d, c)
             self.ptr_ctx = nn.Linear(d, c)  # the final visual tokens' states, broadcast to their 4x4 cells
             # the cell column / row holding bin k's centre
@@ -143,7 +147,20 @@ class PrefixLM(nn.Module):
         x = self.stem_norm(x)  # (B, 32, S/2, S/2)
         vis = self.stem[2](x).flatten(2).transpose(1, 2) + self.vis_pos + self.vis_code
         pixels = self.pix(x) if self.cfg.pointer else None
-        return torch.cat([vis, self.tok(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1), pixels
+        return torch.cat([vis, self.embed(prompt) + self.prompt_pos[:, :prompt.shape[1]]], 1), pixels
+
+    def embed(self, ids: torch.Tensor, before: torch.Tensor | None = None) -> torch.Tensor:
+        """Token embeddings (B, T, d) of ids (B, T); a coordinate token ``<ck>`` also gets ``code(k)`` in its axis'
+        half (x first, y second, as the patch codes): the tied input of the coordinate readout, so a written
+        coordinate names its pixel. ``before`` (B,): coordinate tokens already fed before ``ids`` (axis = parity)."""
+        e = self.tok(ids)
+        if self.cfg.coord_bins == 0:
+            return e
+        coord = self.is_coord(ids)
+        n_before = coord.long().cumsum(1) - coord.long() + (0 if before is None else before[:, None])
+        code = self.coord_code[(ids - self.cfg.coord_start).clamp(0, self.cfg.coord_bins - 1)] * coord[..., None]
+        y = (n_before % 2 == 1)[..., None]
+        return e + torch.cat([code.masked_fill(y, 0.0), code.masked_fill(~y, 0.0)], -1)
 
     def _keys_valid(self, prompt_mask: torch.Tensor) -> torch.Tensor:
         n_vis = self.vis_pos.shape[1]
@@ -160,7 +177,7 @@ class PrefixLM(nn.Module):
         """
         pre, pixels = self.prefix(images, prompt)
         n_pre, n_out = pre.shape[1], out_in.shape[1]
-        x = torch.cat([pre, self.tok(out_in) + self.out_pos[:, :n_out]], 1)
+        x = torch.cat([pre, self.embed(out_in) + self.out_pos[:, :n_out]], 1)
         t = n_pre + n_out
         i = torch.arange(t, device=x.device)
         causal = (i[None, :] < n_pre) | (i[None, :] <= i[:, None]) & (i[:, None] >= n_pre)
@@ -222,7 +239,7 @@ class PrefixLM(nn.Module):
 
     def step(self, cache: dict, token: torch.Tensor, position: int) -> torch.Tensor:
         """Feeds output token ids (B,) at output ``position``; returns next-token logits (B, V); extends the cache."""
-        x = self.tok(token)[:, None] + self.out_pos[:, position:position + 1]
+        x = self.embed(token[:, None], cache["coords"]) + self.out_pos[:, position:position + 1]
         valid = torch.cat([cache["valid"], torch.ones(x.shape[0], 1, dtype=torch.bool, device=x.device)], 1)
         mask = valid[:, None, None, :]
         for j, blk in enumerate(self.blocks):
