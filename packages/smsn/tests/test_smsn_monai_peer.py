@@ -1,7 +1,8 @@
 """Independent check (issue 38, item 2): MONAI's BasicUNet (its default size) with zero-filled missing modalities,
 trained with the concat baseline's budget and data at the ``full`` scale (now 1600 steps, to a plateau), lands
 within 0.05 mean Dice of it (measured at 1600 steps: +0.004 / +0.014 / +0.013 at seeds 0 / 17 / 23; at the earlier
-800-step budget seed 17 was +0.103: README). Opt-in: needs ``pip install 'iclr26-smsn[monai]'``; skipped without monai. About 300 CPU s."""
+800-step budget seed 17 was +0.103: README). Opt-in: needs ``pip install 'iclr26-smsn[monai]'``; skipped without
+monai. About 300 CPU s."""
 import pytest
 import torch
 from iclr26_smsn import PhantomDataset, evaluate_subsets, fit, make_phantom
